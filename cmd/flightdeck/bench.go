@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"flightdeck/internal/auth"
+	"flightdeck/internal/config"
+	"flightdeck/store"
+	"flightdeck/workflow/event"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/queue"
+	"flightdeck/workflow/saga"
+	"flightdeck/workflow/task"
+)
+
+type benchResult struct {
+	Tasks             int     `json:"tasks"`
+	Workers           int     `json:"workers"`
+	Seconds           float64 `json:"seconds"`
+	TasksPerSecond    float64 `json:"tasks_per_second"`
+	LatencyRate       float64 `json:"latency_rate"`
+	InsertToClaimP50  float64 `json:"insert_to_claim_p50_ms"`
+	InsertToClaimP99  float64 `json:"insert_to_claim_p99_ms"`
+	InsertToDoneP99   float64 `json:"insert_to_done_p99_ms"`
+	LatencyTasks      int     `json:"latency_tasks"`
+	LatencySeconds    float64 `json:"latency_seconds"`
+	ClaimBatch        int     `json:"claim_batch"`
+	InsertSeconds     float64 `json:"insert_seconds"`
+	EventsPerTask     float64 `json:"events_per_task"`
+}
+
+// runBench: `flightdeck bench queue`. It works on a fresh database so it
+// never touches real data, and drops it afterwards.
+func runBench(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 || args[0] != "queue" {
+		return fmt.Errorf("%w: usage: flightdeck bench queue [--tasks N] [--workers W] [--rate R] [--database-url U]", errUsage)
+	}
+	cfg, err := config.Load(env.getenv)
+	if err != nil {
+		return err
+	}
+	fs := newFlagSet("bench queue", env.stderr)
+	tasks := fs.Int("tasks", 100000, "tasks for the burn-down phase")
+	workers := fs.Int("workers", 100, "worker slots")
+	rate := fs.Float64("rate", 500, "inserts per second in the latency phase")
+	latencyFor := fs.Duration("latency-duration", 10*time.Second, "length of the latency phase")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "server to benchmark on (default: DATABASE_URL or the embedded one)")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if *tasks < 1 || *workers < 1 || *rate <= 0 {
+		return fmt.Errorf("%w: --tasks, --workers and --rate must be positive", errUsage)
+	}
+	server, err := databaseURL(ctx, env, cfg)
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := "fd_bench_" + hex.EncodeToString(b)
+	dbURL, err := store.RecreateDatabase(ctx, server, name)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		dropCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := store.DropDatabase(dropCtx, server, name); err != nil {
+			env.logger.Warn("Could not drop the benchmark database", "database", name, "error", err)
+		}
+	}()
+	pool, err := store.Open(ctx, dbURL, int32(min(*workers+10, 60)))
+	if err != nil {
+		return err
+	}
+	st := store.New(pool)
+	defer st.Close()
+	if err := st.Migrate(ctx, nil); err != nil {
+		return err
+	}
+	userID, err := st.UserAdd(ctx, store.UserAddParams{Email: "bench@bench.local", Team: "bench", Role: auth.RoleDeployer})
+	if err != nil {
+		return err
+	}
+	teamID, err := st.TeamIDByName(ctx, "bench")
+	if err != nil {
+		return err
+	}
+	catalog, err := pipeline.NewCatalog(pipeline.Builtin()...)
+	if err != nil {
+		return err
+	}
+
+	// Phase 1: burn-down.
+	env.logger.Info("Inserting tasks", "tasks", *tasks, "database", name)
+	insertStart := time.Now()
+	for left := *tasks; left > 0; {
+		n := min(left, 10000)
+		if err := st.TaskInsertMany(ctx, teamID, userID, task.KindDeploy, "noop", n); err != nil {
+			return err
+		}
+		left -= n
+	}
+	insertSeconds := time.Since(insertStart).Seconds()
+	var done atomic.Int64
+	allDone := make(chan struct{})
+	var closeOnce sync.Once
+	target := int64(*tasks)
+	onFinish := func(*task.Task, task.State) {
+		if done.Add(1) == target {
+			closeOnce.Do(func() { close(allDone) })
+		}
+	}
+	qcfg := queue.Config{Workers: *workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, OnFinish: onFinish}
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: saga.NewRunner(catalog)}, nil, qcfg)
+	poolCtx, stopPool := context.WithCancel(ctx)
+	var poolWG sync.WaitGroup
+	defer func() { stopPool(); poolWG.Wait() }()
+	start := time.Now()
+	poolWG.Go(func() { _ = p.Run(poolCtx) })
+	select {
+	case <-allDone:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	elapsed := time.Since(start).Seconds()
+	var events int64
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM task_events`).Scan(&events); err != nil {
+		return err
+	}
+	env.logger.Info("Burn-down done", "seconds", elapsed, "tasks_per_second", float64(*tasks)/elapsed)
+
+	// Phase 2: latency with idle workers, woken by NOTIFY, inserts at a steady rate.
+	res, err := benchLatency(ctx, env, st, p, teamID, userID, *rate, *latencyFor)
+	if err != nil {
+		return err
+	}
+	res.Tasks, res.Workers, res.Seconds = *tasks, *workers, round(elapsed, 3)
+	res.TasksPerSecond = round(float64(*tasks)/elapsed, 1)
+	res.ClaimBatch = min(*workers, 100)
+	res.InsertSeconds = round(insertSeconds, 3)
+	res.EventsPerTask = round(float64(events)/float64(*tasks), 2)
+	out, _ := json.Marshal(res)
+	fmt.Fprintln(env.stdout, string(out))
+	return nil
+}
+
+func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Pool, teamID, userID string, rate float64, dur time.Duration) (benchResult, error) {
+	// The pool is already running; attach a notifier so NOTIFY wakes it.
+	n := event.NewNotifier(st, env.logger)
+	p.Attach(n)
+	nctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go n.Run(nctx) //nolint:errcheck
+	interval := time.Duration(float64(time.Second) / rate)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	deadline := time.Now().Add(dur)
+	var ids []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return benchResult{}, ctx.Err()
+		case <-tick.C:
+		}
+		wg.Go(func() {
+			t, _, err := st.TaskInsert(ctx, store.TaskInsertParams{TeamID: teamID, CreatedByID: userID, Kind: task.KindDeploy,
+				Pipeline: "noop", Priority: task.PriorityNormal, Params: json.RawMessage(`{}`)})
+			if err != nil {
+				env.logger.Warn("Insert failed", "error", err)
+				return
+			}
+			mu.Lock()
+			ids = append(ids, t.ID)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	// Wait for the stragglers.
+	waitUntil := time.Now().Add(30 * time.Second)
+	for time.Now().Before(waitUntil) {
+		left, err := st.TaskCountUnfinished(ctx, ids)
+		if err != nil {
+			return benchResult{}, err
+		}
+		if left == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // a benchmark's own wait, not a test synchronisation
+	}
+	lat, err := st.TaskLatency(ctx, ids)
+	if err != nil {
+		return benchResult{}, err
+	}
+	return benchResult{LatencyRate: rate, LatencyTasks: len(ids), LatencySeconds: dur.Seconds(),
+		InsertToClaimP50: round(lat.ClaimP50, 3), InsertToClaimP99: round(lat.ClaimP99, 3), InsertToDoneP99: round(lat.DoneP99, 3)}, nil
+}
+
+func round(f float64, digits int) float64 {
+	p := 1.0
+	for range digits {
+		p *= 10
+	}
+	return float64(int64(f*p+0.5)) / p
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"flightdeck/internal/config"
+	"flightdeck/internal/pgcluster"
+	"flightdeck/store"
+)
+
+// databaseURL returns DATABASE_URL, or starts the embedded cluster under the
+// data folder and returns its URL.
+func databaseURL(ctx context.Context, env *cliEnv, cfg config.Config) (string, error) {
+	if cfg.DatabaseURL != "" {
+		return cfg.DatabaseURL, nil
+	}
+	url, err := pgcluster.Ensure(ctx, pgcluster.Options{Dir: cfg.DataDir, Logger: env.logger})
+	if err != nil {
+		return "", fmt.Errorf("error starting the embedded PostgreSQL (set DATABASE_URL to use another server): %w", err)
+	}
+	return url, nil
+}
+
+// openStore connects to the configured database.
+func openStore(ctx context.Context, env *cliEnv, cfg config.Config, maxConns int32) (*store.Store, error) {
+	url, err := databaseURL(ctx, env, cfg)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := store.Open(ctx, url, maxConns)
+	if err != nil {
+		return nil, err
+	}
+	return store.New(pool), nil
+}
+
+// newFlagSet returns a flag set that reports errors as usage errors.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
+}
+
+func runDB(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: db needs url or stop", errUsage)
+	}
+	cfg, err := config.Load(env.getenv)
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "url":
+		fs := newFlagSet("db url", env.stderr)
+		fresh := fs.String("fresh", "", "drop and create this database and print its URL instead")
+		if err := parseFlags(fs, args[1:]); err != nil {
+			return err
+		}
+		url, err := databaseURL(ctx, env, cfg)
+		if err != nil {
+			return err
+		}
+		if *fresh != "" {
+			if url, err = store.RecreateDatabase(ctx, url, *fresh); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintln(env.stdout, url)
+		return nil
+	case "stop":
+		return pgcluster.Stop(ctx, cfg.DataDir)
+	}
+	return fmt.Errorf("%w: unknown db command %q", errUsage, args[0])
+}
+
+func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet("migrate", env.stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(env.getenv)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, env, cfg, 2)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.Migrate(ctx, env.logger)
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"flightdeck/handlers"
+	"flightdeck/internal/auth"
+	"flightdeck/internal/config"
+	"flightdeck/store"
+	"flightdeck/workflow/event"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/queue"
+	"flightdeck/workflow/saga"
+	"flightdeck/workflow/task"
+)
+
+func runServe(ctx context.Context, env *cliEnv, args []string) error {
+	cfg, err := config.Load(env.getenv)
+	if err != nil {
+		return err
+	}
+	fs := newFlagSet("serve", env.stderr)
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address")
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker pool size")
+	fs.StringVar(&cfg.Role, "role", cfg.Role, "all, web or worker")
+	fs.DurationVar(&cfg.Grace, "grace", cfg.Grace, "how long running steps may finish on SIGTERM")
+	noMigrate := fs.Bool("no-migrate", false, "do not run migrations on start")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg.Migrate = !*noMigrate
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+
+	st, err := openStore(ctx, env, cfg, int32(max(10, cfg.Workers+8)))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if cfg.Migrate {
+		if err := st.Migrate(ctx, env.logger); err != nil {
+			return err
+		}
+	}
+	if cfg.Dev {
+		if err := seedDemo(ctx, env, cfg, st); err != nil {
+			return err
+		}
+	}
+
+	catalog, err := pipeline.NewCatalog(pipeline.Builtin()...)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	// One LISTEN connection per process feeds the Hub (live streams) and
+	// the pool (wake-ups, cancels).
+	notifier := event.NewNotifier(st, env.logger)
+	hub := event.NewHub()
+	hub.Attach(notifier)
+	var pool *queue.Pool
+	if cfg.Role != "web" {
+		pool = queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: saga.NewRunner(catalog)}, hub, queue.Config{
+			Workers: cfg.Workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, Grace: cfg.Grace,
+			IdempotencyTTL: cfg.IdempotencyTTL, Logger: env.logger,
+		})
+		pool.Attach(notifier)
+	}
+	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	go notifier.Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
+
+	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: env.logger, Registry: reg, Pipelines: catalog, Hub: hub})
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("error listening on %s: %w", cfg.Addr, err)
+	}
+	// Request contexts derive from reqCtx, cancelled when shutdown starts, so
+	// long-lived streams (SSE, WebSocket) end instead of holding Shutdown.
+	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return reqCtx }}
+	srv.RegisterOnShutdown(cancelRequests)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	poolDone := make(chan struct{})
+	go func() {
+		defer close(poolDone)
+		if pool != nil {
+			_ = pool.Run(ctx) // returns after its graceful stop once ctx ends
+		}
+	}()
+	env.logger.Info("Serving", "addr", ln.Addr().String(), "role", cfg.Role, "workers", cfg.Workers, "url", cfg.PublicURL())
+
+	select {
+	case err := <-errc:
+		stopBG()
+		return fmt.Errorf("server stopped: %w", err)
+	case <-ctx.Done():
+	}
+	env.logger.Info("Shutting down", "grace", cfg.Grace)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.Grace)
+	defer cancel()
+	// Live streams end with the request contexts; the pool finishes or
+	// hands back its tasks within the grace period.
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		env.logger.Warn("HTTP shutdown incomplete", "error", err)
+	}
+	<-poolDone
+	env.logger.Info("Stopped")
+	return nil
+}
+
+// seedDemo creates team demo with an admin and a deployer (FLIGHTDECK_DEV=1)
+// and prints their passwords and a one-time login link. Passwords are new at
+// every start unless FLIGHTDECK_DEV_PASSWORD fixes them.
+func seedDemo(ctx context.Context, env *cliEnv, cfg config.Config, st *store.Store) error {
+	users := []struct {
+		email string
+		role  auth.Role
+	}{{"admin@demo.local", auth.RoleAdmin}, {"approver@demo.local", auth.RoleApprover}, {"dev@demo.local", auth.RoleDeployer}}
+	fmt.Fprintln(env.stdout, "Demo team \"demo\" (FLIGHTDECK_DEV=1):")
+	var adminID string
+	for _, u := range users {
+		pw := cfg.DevPassword
+		if pw == "" {
+			pw = auth.NewPassword()
+		}
+		hash, err := auth.HashPassword(pw)
+		if err != nil {
+			return fmt.Errorf("FLIGHTDECK_DEV_PASSWORD: %w", err)
+		}
+		id, err := st.UserAdd(ctx, store.UserAddParams{Email: u.email, Team: "demo", Role: u.role, PasswordHash: hash})
+		if err != nil {
+			return fmt.Errorf("error seeding %s: %w", u.email, err)
+		}
+		if u.role == auth.RoleAdmin {
+			adminID = id
+		}
+		fmt.Fprintf(env.stdout, "  %-22s %-9s password: %s\n", u.email, u.role, pw)
+	}
+	secret, hash := auth.NewSecret("")
+	if err := st.LoginLinkCreate(ctx, hash, adminID, time.Hour); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "  Log in as admin: %s/login/link/%s (one use, 1 hour)\n", cfg.PublicURL(), secret)
+	return nil
+}

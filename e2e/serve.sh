@@ -1,0 +1,11 @@
+#!/bin/sh
+# Starts flightdeck for the Playwright run: a fresh database on the embedded
+# PostgreSQL (or on E2E_DATABASE_SERVER_URL), demo data with a known password.
+set -eu
+BIN="${FLIGHTDECK_BIN:-../bin/flightdeck}"
+export FLIGHTDECK_DATA_DIR="${FLIGHTDECK_DATA_DIR:-../.data}"
+DATABASE_URL="$("$BIN" db url --fresh flightdeck_e2e)"
+export DATABASE_URL
+export FLIGHTDECK_DEV=1
+export FLIGHTDECK_DEV_PASSWORD="${FLIGHTDECK_DEV_PASSWORD:-e2e-demo-password}"
+exec "$BIN" serve --addr "127.0.0.1:${E2E_PORT:-18731}" --workers 4

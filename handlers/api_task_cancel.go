@@ -1,0 +1,44 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"flightdeck/internal/auth"
+	"flightdeck/store"
+	"flightdeck/workflow/task"
+)
+
+func (h *Handler) apiTaskCancel(c echo.Context) error {
+	t, err := h.cancelTask(c, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, toTaskJSON(t))
+}
+
+// cancelTask is shared by the API, the WebSocket and the page: deployers and
+// above of the task's team may cancel.
+func (h *Handler) cancelTask(c echo.Context, id string) (*task.Task, error) {
+	ctx := c.Request().Context()
+	u := userOf(c)
+	t, err := h.store.TaskGet(ctx, u.TeamIDs(), id)
+	if err != nil {
+		return nil, err
+	}
+	if !u.RoleIn(t.TeamID).AtLeast(auth.RoleDeployer) {
+		return nil, errForbidden
+	}
+	t, err = h.store.TaskCancel(ctx, []string{t.TeamID}, id, u.Email)
+	switch {
+	case errors.Is(err, store.ErrTerminal):
+		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the task already ended"}
+	case errors.Is(err, store.ErrConflict):
+		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the task is already undoing its steps"}
+	case err == nil:
+		h.hub.Publish(id) // local streams need not wait for the NOTIFY round trip
+	}
+	return t, err
+}

@@ -1,0 +1,172 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"flightdeck/internal/auth"
+	"flightdeck/store"
+	"flightdeck/workflow/task"
+)
+
+type taskCreateRequest struct {
+	Kind            string          `json:"kind"`
+	Team            string          `json:"team"`
+	Pipeline        string          `json:"pipeline"`
+	Params          json.RawMessage `json:"params"`
+	Prompt          string          `json:"prompt"`
+	Priority        string          `json:"priority"`
+	DeadlineSeconds *int            `json:"deadline_seconds"`
+	MaxAttempts     *int            `json:"max_attempts"`
+	Webhook         *struct {
+		URL    string `json:"url"`
+		Secret string `json:"secret"`
+	} `json:"webhook"`
+}
+
+const (
+	maxDeadlineSeconds = 7 * 24 * 3600
+	maxPromptBytes     = 32 << 10
+	maxIdempotencyKey  = 255
+)
+
+func (h *Handler) apiTaskCreate(c echo.Context) error {
+	u := userOf(c)
+	var req taskCreateRequest
+	body, err := readJSON(c, &req)
+	if err != nil {
+		return err
+	}
+	key := c.Request().Header.Get("Idempotency-Key")
+	if len(key) > maxIdempotencyKey {
+		return errInvalid("Idempotency-Key", "the Idempotency-Key header must be at most %d characters", maxIdempotencyKey)
+	}
+	team, err := deployTeam(u, req.Team)
+	if err != nil {
+		return err
+	}
+	p := store.TaskInsertParams{
+		TeamID: team.TeamID, CreatedByID: u.ID, IdempotencyKey: key, RequestHash: canonicalHash(body),
+		MaxPending: h.cfg.MaxPending,
+	}
+	if err := h.validateTaskCreate(&req, &p); err != nil {
+		return err
+	}
+	t, created, err := h.store.TaskInsert(c.Request().Context(), p)
+	switch {
+	case errors.Is(err, store.ErrIdempotencyConflict):
+		return &APIError{Status: http.StatusConflict, Code: "idempotency_conflict",
+			Message: "this Idempotency-Key was used with a different request body"}
+	case errors.Is(err, store.ErrQueueFull):
+		return &APIError{Status: http.StatusTooManyRequests, Code: "queue_full", RetryAfter: 5,
+			Message: "the team's queue of pending tasks is full; retry later"}
+	case err != nil:
+		return err
+	}
+	status := http.StatusAccepted
+	if !created {
+		status = http.StatusOK
+	}
+	return c.JSON(status, toTaskJSON(t))
+}
+
+// validateTaskCreate checks the request and fills p. Errors name the field.
+func (h *Handler) validateTaskCreate(req *taskCreateRequest, p *store.TaskInsertParams) error {
+	prio, err := task.ParsePriority(req.Priority)
+	if err != nil {
+		return errInvalid("priority", "%v", err)
+	}
+	p.Priority = prio
+	if req.DeadlineSeconds != nil {
+		if *req.DeadlineSeconds <= 0 || *req.DeadlineSeconds > maxDeadlineSeconds {
+			return errInvalid("deadline_seconds", "deadline_seconds must be between 1 and %d", maxDeadlineSeconds)
+		}
+		p.DeadlineSeconds = *req.DeadlineSeconds
+	}
+	p.MaxAttempts = 5
+	if req.MaxAttempts != nil {
+		if *req.MaxAttempts < 1 || *req.MaxAttempts > 100 {
+			return errInvalid("max_attempts", "max_attempts must be between 1 and 100")
+		}
+		p.MaxAttempts = *req.MaxAttempts
+	}
+	if req.Webhook != nil {
+		wu, err := url.Parse(req.Webhook.URL)
+		if err != nil || (wu.Scheme != "https" && wu.Scheme != "http") || wu.Host == "" {
+			return errInvalid("webhook.url", "webhook.url must be an http(s) URL")
+		}
+		if len(req.Webhook.Secret) < 16 {
+			return errInvalid("webhook.secret", "webhook.secret must be at least 16 characters")
+		}
+		p.Webhook, _ = json.Marshal(req.Webhook)
+	}
+	switch task.Kind(req.Kind) {
+	case task.KindDeploy:
+		if req.Prompt != "" {
+			return errInvalid("prompt", "prompt is for agent tasks; a deploy takes pipeline and params")
+		}
+		if req.Pipeline == "" {
+			return errInvalid("pipeline", "pipeline is required for a deploy")
+		}
+		pl, ok := h.pipelines.Get(req.Pipeline)
+		if !ok {
+			return errInvalid("pipeline", "unknown pipeline %q", req.Pipeline)
+		}
+		params, ferr := pl.Validate(req.Params)
+		if ferr != nil {
+			return errInvalid(ferr.Field, "%s %s", ferr.Field, ferr.Message)
+		}
+		p.Kind, p.Pipeline = task.KindDeploy, pl.Name
+		p.Params, _ = json.Marshal(params)
+	case task.KindAgent:
+		if !h.cfg.AgentsEnabled() {
+			return errInvalid("kind", "agent tasks need an LLM: set OPENAI_BASE_URL (for a local Ollama: http://localhost:11434/v1, with OPENAI_MODEL) or OPENAI_API_KEY on the server")
+		}
+		if strings.TrimSpace(req.Prompt) == "" {
+			return errInvalid("prompt", "prompt is required for an agent task")
+		}
+		if len(req.Prompt) > maxPromptBytes {
+			return errInvalid("prompt", "prompt must be at most %d bytes", maxPromptBytes)
+		}
+		if req.Pipeline != "" || len(req.Params) > 0 {
+			return errInvalid("pipeline", "pipeline and params are for deploy tasks")
+		}
+		p.Kind, p.Prompt = task.KindAgent, req.Prompt
+	case "":
+		return errInvalid("kind", "kind is required: deploy or agent")
+	default:
+		return errInvalid("kind", "kind must be deploy or agent")
+	}
+	return nil
+}
+
+// deployTeam picks the team a submission goes to: the named one, or the only
+// team where the user may deploy.
+func deployTeam(u *auth.User, name string) (auth.Membership, error) {
+	var can []auth.Membership
+	for _, m := range u.Memberships {
+		if name != "" && m.Team == name {
+			if !m.Role.AtLeast(auth.RoleDeployer) {
+				return m, errForbidden
+			}
+			return m, nil
+		}
+		if m.Role.AtLeast(auth.RoleDeployer) {
+			can = append(can, m)
+		}
+	}
+	switch {
+	case name != "":
+		return auth.Membership{}, errInvalid("team", "you are not a member of team %q", name)
+	case len(can) == 1:
+		return can[0], nil
+	case len(can) == 0:
+		return auth.Membership{}, &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: "viewers cannot submit tasks"}
+	}
+	return auth.Membership{}, errInvalid("team", "you deploy for several teams: name one in team")
+}

@@ -1,0 +1,15 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+func (h *Handler) apiTaskGet(c echo.Context) error {
+	t, err := h.store.TaskGet(c.Request().Context(), userOf(c).TeamIDs(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toTaskJSON(t))
+}

@@ -1,0 +1,159 @@
+package handlers
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// readJSON reads a JSON request body strictly: JSON content type (415),
+// within the body limit (413), not empty, one value with no trailing data,
+// no duplicate keys (400), no unknown fields and right types (422 with the
+// field). It returns the raw body for hashing.
+func readJSON(c echo.Context, dst any) ([]byte, error) {
+	ct := c.Request().Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return nil, &APIError{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Message: "send the body as application/json"}
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		var he *echo.HTTPError
+		if errors.As(err, &tooLarge) || (errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge) {
+			return nil, &APIError{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: "request body too large (limit 1 MiB)"}
+		}
+		return nil, errBadRequest("could not read the request body")
+	}
+	if err := decodeStrict(body, dst); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// decodeStrict decodes one JSON value into dst with the checks of readJSON.
+func decodeStrict(body []byte, dst any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return errBadRequest("the request body is empty")
+	}
+	if !json.Valid(body) {
+		// json.Valid also refuses trailing data after the value.
+		return errBadRequest("the request body is not valid JSON")
+	}
+	if key := duplicateKey(body); key != "" {
+		return &APIError{Status: http.StatusBadRequest, Code: "invalid", Message: "duplicate key " + key, Field: key}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typeErr):
+			field := typeErr.Field
+			return errInvalid(field, "%s must be %s", fieldOrBody(field), jsonKind(typeErr.Type.Kind().String()))
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return errInvalid(field, "unknown field %s", field)
+		}
+		return errBadRequest("the request body does not match the expected shape: %v", err)
+	}
+	return nil
+}
+
+func fieldOrBody(f string) string {
+	if f == "" {
+		return "the body"
+	}
+	return f
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "int", "int64", "int32", "uint", "uint64":
+		return "an integer"
+	case "bool":
+		return "true or false"
+	case "map", "struct":
+		return "an object"
+	case "slice":
+		return "a list"
+	}
+	return "of another type"
+}
+
+// duplicateKey returns the dotted path of the first key repeated within one
+// object, or "". encoding/json silently keeps the last duplicate, which lets
+// a crafted body say two things at once. The body is already valid JSON, and
+// json.Valid caps nesting depth, so the recursion is bounded.
+func duplicateKey(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	dup, _ := duplicateIn(dec, "")
+	return dup
+}
+
+func duplicateIn(dec *json.Decoder, path string) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return "", nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		p := path
+		if d == '{' {
+			kt, err := dec.Token()
+			if err != nil {
+				return "", err
+			}
+			k, _ := kt.(string)
+			p = joinPath(path, k)
+			if seen[k] {
+				return p, nil
+			}
+			seen[k] = true
+		}
+		if dup, err := duplicateIn(dec, p); dup != "" || err != nil {
+			return dup, err
+		}
+	}
+	_, err = dec.Token() // the closing delimiter
+	return "", err
+}
+
+func joinPath(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "." + b
+}
+
+// canonicalHash hashes the JSON value of body, so the same value with other
+// key order or spacing counts as the same request (idempotency replays).
+func canonicalHash(body []byte) []byte {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		h := sha256.Sum256(body)
+		return h[:]
+	}
+	canon, err := json.Marshal(v) // maps marshal with sorted keys
+	if err != nil {
+		canon = body
+	}
+	h := sha256.Sum256(canon)
+	return h[:]
+}

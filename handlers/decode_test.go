@@ -1,0 +1,74 @@
+package handlers
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+type decodeTarget struct {
+	Kind   string         `json:"kind"`
+	Count  int            `json:"count"`
+	Params map[string]any `json:"params"`
+}
+
+func TestDecodeStrict(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		status     int
+		field      string
+	}{
+		{"Valid", `{"kind":"deploy","count":2,"params":{"a":1}}`, 0, ""},
+		{"Empty", ``, http.StatusBadRequest, ""},
+		{"Malformed", `{"kind":`, http.StatusBadRequest, ""},
+		{"TrailingGarbage", `{"kind":"deploy"} x`, http.StatusBadRequest, ""},
+		{"TwoValues", `{"kind":"deploy"}{"kind":"agent"}`, http.StatusBadRequest, ""},
+		{"DuplicateKey", `{"kind":"deploy","kind":"agent"}`, http.StatusBadRequest, "kind"},
+		{"NestedDuplicateKey", `{"params":{"a":1,"a":2}}`, http.StatusBadRequest, "params.a"},
+		{"SameKeyInSiblings", `{"params":{"a":{"x":1},"b":{"x":2}}}`, 0, ""},
+		{"UnknownField", `{"kind":"deploy","colour":"red"}`, http.StatusUnprocessableEntity, "colour"},
+		{"WrongType", `{"kind":5}`, http.StatusUnprocessableEntity, "kind"},
+		{"WrongNestedType", `{"count":"two"}`, http.StatusUnprocessableEntity, "count"},
+		{"NotAnObject", `[1]`, http.StatusUnprocessableEntity, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var dst decodeTarget
+			err := decodeStrict([]byte(tt.body), &dst)
+			if tt.status == 0 {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			apiErr := toAPIError(err)
+			require.Equal(t, tt.status, apiErr.Status, apiErr.Message)
+			require.Equal(t, tt.field, apiErr.Field)
+		})
+	}
+}
+
+func TestCanonicalHash(t *testing.T) {
+	t.Parallel()
+	a := canonicalHash([]byte(`{"kind":"deploy","params":{"b":1,"a":2}}`))
+	b := canonicalHash([]byte(`{ "params": {"a":2, "b":1}, "kind": "deploy" }`))
+	c := canonicalHash([]byte(`{"kind":"deploy","params":{"b":1,"a":3}}`))
+	require.Equal(t, a, b, "same JSON value")
+	require.NotEqual(t, a, c)
+}
+
+func FuzzDecodeStrict(f *testing.F) {
+	f.Add(`{"kind":"deploy","params":{"a":1}}`)
+	f.Add(`{"kind":"deploy","kind":1}`)
+	f.Add(`[[[[]]]]`)
+	f.Fuzz(func(t *testing.T, body string) {
+		var dst decodeTarget
+		err := decodeStrict([]byte(body), &dst)
+		if err != nil {
+			if s := toAPIError(err).Status; s != 400 && s != 422 {
+				t.Fatalf("status %d for %q", s, body)
+			}
+		}
+	})
+}

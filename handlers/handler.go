@@ -1,0 +1,67 @@
+// Package handlers is flightdeck's web layer: the one route table, page and
+// JSON API handlers, sockets, and the middleware around them. It is the only
+// package that imports echo and websocket.
+package handlers
+
+import (
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flightdeck/internal/config"
+	"flightdeck/internal/ratelimit"
+	"flightdeck/store"
+	"flightdeck/workflow/event"
+	"flightdeck/workflow/pipeline"
+)
+
+// Deps are what the handlers need from the rest of flightdeck.
+type Deps struct {
+	Config    config.Config
+	Store     *store.Store
+	Logger    *slog.Logger
+	Registry  *prometheus.Registry // metrics are registered here and served at /metrics
+	Pipelines *pipeline.Catalog    // default: the built-in pipelines
+	Hub       *event.Hub           // wakes live event streams; default: one fed by nothing (polling only)
+}
+
+// Handler carries the dependencies of every handler.
+type Handler struct {
+	cfg       config.Config
+	store     *store.Store
+	logger    *slog.Logger
+	metrics   *httpMetrics
+	reg       *prometheus.Registry
+	apiRate   *ratelimit.Limiter
+	pipelines *pipeline.Catalog
+	hub       *event.Hub
+}
+
+func newHandler(d Deps) *Handler {
+	logger := d.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	reg := d.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	pipelines := d.Pipelines
+	if pipelines == nil {
+		pipelines, _ = pipeline.NewCatalog(pipeline.Builtin()...)
+	}
+	hub := d.Hub
+	if hub == nil {
+		hub = event.NewHub()
+	}
+	return &Handler{
+		pipelines: pipelines,
+		hub:       hub,
+		cfg:       d.Config,
+		store:     d.Store,
+		logger:    logger,
+		metrics:   newHTTPMetrics(reg),
+		reg:       reg,
+		apiRate:   ratelimit.New(d.Config.APIRate),
+	}
+}

@@ -1,0 +1,332 @@
+package handlers_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"flightdeck/handlers"
+	"flightdeck/internal/auth"
+	"flightdeck/internal/config"
+	"flightdeck/internal/dbtest"
+	"flightdeck/store"
+	"flightdeck/workflow/event"
+)
+
+const testPassword = "correct horse battery"
+
+// testBundle is a running server over a fresh database with two teams:
+// alice deploys for acme, bob is admin of rival.
+type testBundle struct {
+	srv        *httptest.Server
+	pool       *pgxpool.Pool
+	store      *store.Store
+	aliceToken string
+	bobToken   string
+}
+
+type configT = config.Config
+
+func setup(t *testing.T) *testBundle { return setupWith(t, nil) }
+
+func setupWith(t *testing.T, tune func(*config.Config)) *testBundle {
+	t.Helper()
+	pool := dbtest.DB(t)
+	st := store.New(pool)
+	ctx := t.Context()
+	hash, err := auth.HashPassword(testPassword)
+	require.NoError(t, err)
+	b := &testBundle{pool: pool, store: st}
+	for _, u := range []struct {
+		email, team string
+		role        auth.Role
+		token       *string
+	}{{"alice@acme.test", "acme", auth.RoleDeployer, &b.aliceToken}, {"bob@rival.test", "rival", auth.RoleAdmin, &b.bobToken}} {
+		_, err := st.UserAdd(ctx, store.UserAddParams{Email: u.email, Team: u.team, Role: u.role, PasswordHash: hash})
+		require.NoError(t, err)
+		secret, h := auth.NewSecret(auth.TokenPrefix)
+		require.NoError(t, st.TokenCreate(ctx, u.email, "test", h))
+		*u.token = secret
+	}
+	cfg, err := config.Load(func(string) string { return "" })
+	require.NoError(t, err)
+	cfg.APIRate = 1000
+	if tune != nil {
+		tune(&cfg)
+	}
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	notifier := event.NewNotifier(st, logger)
+	hub := event.NewHub()
+	hub.Attach(notifier)
+	ctx2, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = notifier.Run(ctx2); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: logger, Hub: hub})
+	b.srv = httptest.NewServer(e)
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+// browser is an HTTP client with cookies that does not follow redirects.
+func (b *testBundle) browser(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
+
+func (b *testBundle) get(t *testing.T, c *http.Client, path string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, b.srv.URL+path, nil)
+	require.NoError(t, err)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := c.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res, string(body)
+}
+
+// csrfFrom loads the login page and returns the form's CSRF token.
+func (b *testBundle) csrfFrom(t *testing.T, c *http.Client, path string) string {
+	t.Helper()
+	_, body := b.get(t, c, path, nil)
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+	require.NoError(t, err)
+	tok, ok := doc.Find(`input[name="_csrf"]`).First().Attr("value")
+	require.True(t, ok, "page has a CSRF field")
+	return tok
+}
+
+func (b *testBundle) login(t *testing.T, c *http.Client, email, password string) *http.Response {
+	t.Helper()
+	tok := b.csrfFrom(t, c, "/login")
+	res, err := c.PostForm(b.srv.URL+"/login", url.Values{"email": {email}, "password": {password}, "_csrf": {tok}, "next": {"/tasks"}})
+	require.NoError(t, err)
+	res.Body.Close()
+	return res
+}
+
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.srv.Client()
+	res, _ := b.get(t, c, "/healthz", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	res, _ = b.get(t, c, "/readyz", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	res, body := b.get(t, c, "/metrics", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, body, "flightdeck_http_requests_total")
+}
+
+func TestReadyzRedWhenDatabaseDown(t *testing.T) {
+	t.Parallel()
+	pool, err := store.Open(t.Context(), "postgres://postgres@127.0.0.1:1/none?sslmode=disable", 2)
+	require.NoError(t, err)
+	defer pool.Close()
+	srv := httptest.NewServer(handlers.New(handlers.Deps{Store: store.New(pool), Config: config.Config{APIRate: 10}}))
+	defer srv.Close()
+	start := time.Now()
+	res, err := srv.Client().Get(srv.URL + "/readyz")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	require.Contains(t, string(body), `"code":"unavailable"`)
+	require.Less(t, time.Since(start), 10*time.Second, "answered quickly, not hung")
+
+	res, err = srv.Client().Get(srv.URL + "/healthz")
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode, "liveness does not depend on the database")
+}
+
+func TestAPIAuth(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.srv.Client()
+
+	t.Run("NoCredentialsIs401JSON", func(t *testing.T) {
+		res, body := b.get(t, c, "/api/v1/me", nil)
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+		require.JSONEq(t, `{"error":{"code":"unauthenticated","message":"sign in or send a valid bearer token"}}`, body)
+	})
+	t.Run("BadTokenIs401", func(t *testing.T) {
+		res, _ := b.get(t, c, "/api/v1/me", map[string]string{"Authorization": "Bearer fd_nope"})
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+		res, _ = b.get(t, c, "/api/v1/me", map[string]string{"Authorization": "Basic abc"})
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	})
+	t.Run("TokenWorks", func(t *testing.T) {
+		res, body := b.get(t, c, "/api/v1/me", map[string]string{"Authorization": "Bearer " + b.aliceToken})
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		require.Contains(t, body, `"email":"alice@acme.test"`)
+		require.Contains(t, body, `{"name":"acme","role":"deployer"}`)
+		require.NotContains(t, body, "rival")
+	})
+	t.Run("RevokedTokenIs401AtOnce", func(t *testing.T) {
+		secret, h := auth.NewSecret(auth.TokenPrefix)
+		require.NoError(t, b.store.TokenCreate(t.Context(), "alice@acme.test", "temp", h))
+		hdr := map[string]string{"Authorization": "Bearer " + secret}
+		res, _ := b.get(t, c, "/api/v1/me", hdr)
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		_, err := b.store.TokenRevoke(t.Context(), "alice@acme.test", "temp")
+		require.NoError(t, err)
+		res, _ = b.get(t, c, "/api/v1/me", hdr)
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	})
+	t.Run("UnknownRouteIs404JSON", func(t *testing.T) {
+		res, body := b.get(t, c, "/api/v1/nope", map[string]string{"Authorization": "Bearer " + b.aliceToken})
+		require.Equal(t, http.StatusNotFound, res.StatusCode)
+		require.Contains(t, body, `"code":"not_found"`)
+	})
+}
+
+func TestLogin(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	t.Run("PagesRedirectToLogin", func(t *testing.T) {
+		res, _ := b.get(t, b.browser(t), "/tasks?state=running", nil)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		require.Equal(t, "/login?next=%2Ftasks%3Fstate%3Drunning", res.Header.Get("Location"))
+	})
+	t.Run("WrongPasswordShowsError", func(t *testing.T) {
+		c := b.browser(t)
+		tok := b.csrfFrom(t, c, "/login")
+		res, err := c.PostForm(b.srv.URL+"/login", url.Values{"email": {"alice@acme.test"}, "password": {"nope-nope"}, "_csrf": {tok}})
+		require.NoError(t, err)
+		doc, err := goquery.NewDocumentFromReader(res.Body)
+		res.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+		require.Contains(t, doc.Find(`[data-testid="login-error"]`).Text(), "Wrong email or password")
+		res, _ = b.get(t, c, "/tasks", nil)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode, "no session")
+	})
+	t.Run("MissingCSRFIs403", func(t *testing.T) {
+		c := b.browser(t)
+		b.csrfFrom(t, c, "/login") // has the cookie, but sends no token
+		res, err := c.PostForm(b.srv.URL+"/login", url.Values{"email": {"alice@acme.test"}, "password": {testPassword}})
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusForbidden, res.StatusCode)
+	})
+	t.Run("LoginShowsTasksAndLogoutEndsSession", func(t *testing.T) {
+		c := b.browser(t)
+		res := b.login(t, c, "alice@acme.test", testPassword)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		require.Equal(t, "/tasks", res.Header.Get("Location"))
+		var session *http.Cookie
+		for _, ck := range res.Cookies() {
+			if ck.Name == "fd_session" {
+				session = ck
+			}
+		}
+		require.NotNil(t, session)
+		require.True(t, session.HttpOnly)
+		require.Equal(t, http.SameSiteLaxMode, session.SameSite)
+
+		res, body := b.get(t, c, "/tasks", nil)
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+		require.NoError(t, err)
+		require.Contains(t, doc.Find(`[data-testid="viewer-email"]`).Text(), "alice@acme.test")
+		require.Equal(t, 1, doc.Find(`[data-testid="task-list-empty"]`).Length())
+
+		tok := b.csrfFrom(t, c, "/tasks")
+		res, err = c.PostForm(b.srv.URL+"/logout", url.Values{"_csrf": {tok}})
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		res, _ = b.get(t, c, "/tasks", nil)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	})
+	t.Run("ExpiredSessionRedirects", func(t *testing.T) {
+		c := b.browser(t)
+		b.login(t, c, "alice@acme.test", testPassword)
+		_, err := b.pool.Exec(t.Context(), `UPDATE sessions SET expires_at = now() - interval '1 second'`)
+		require.NoError(t, err)
+		res, _ := b.get(t, c, "/tasks", nil)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	})
+	t.Run("OpenRedirectRefused", func(t *testing.T) {
+		c := b.browser(t)
+		tok := b.csrfFrom(t, c, "/login")
+		res, err := c.PostForm(b.srv.URL+"/login", url.Values{"email": {"alice@acme.test"}, "password": {testPassword}, "_csrf": {tok}, "next": {"//evil.test/x"}})
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, "/tasks", res.Header.Get("Location"))
+	})
+}
+
+func TestPartialRender(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.browser(t)
+	b.login(t, c, "alice@acme.test", testPassword)
+
+	res, body := b.get(t, c, "/tasks", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, res.Header.Values("Vary"), "HX-Request")
+	require.Contains(t, body, "<html")
+
+	res, body = b.get(t, c, "/tasks", map[string]string{"HX-Request": "true"})
+	require.Contains(t, res.Header.Values("Vary"), "HX-Request")
+	require.NotContains(t, body, "<html")
+	require.Contains(t, body, `data-testid="task-list-empty"`)
+
+	_, body = b.get(t, c, "/tasks", map[string]string{"HX-Request": "true", "HX-Boosted": "true"})
+	require.Contains(t, body, "<html", "boosted navigation gets the full page")
+	_, body = b.get(t, c, "/tasks", map[string]string{"HX-Request": "true", "HX-History-Restore-Request": "true"})
+	require.Contains(t, body, "<html", "history restore gets the full page")
+}
+
+func TestAnotherTeamsTasksAreInvisible(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	// A task of team rival, created by bob.
+	_, err := b.pool.Exec(ctx, `
+		INSERT INTO tasks (team_id, kind, pipeline, created_by)
+		SELECT m.team_id, 'deploy', 'rival-secret-pipeline', m.user_id
+		FROM memberships m JOIN users u ON u.id = m.user_id WHERE u.email = 'bob@rival.test'`)
+	require.NoError(t, err)
+
+	alice := b.browser(t)
+	b.login(t, alice, "alice@acme.test", testPassword)
+	_, body := b.get(t, alice, "/tasks", nil)
+	require.NotContains(t, body, "rival-secret-pipeline")
+	require.Contains(t, body, `data-testid="task-list-empty"`)
+
+	bob := b.browser(t)
+	b.login(t, bob, "bob@rival.test", testPassword)
+	_, body = b.get(t, bob, "/tasks", nil)
+	require.Contains(t, body, "rival-secret-pipeline")
+}
+
+func TestErrorPageForHTML(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.browser(t)
+	b.login(t, c, "alice@acme.test", testPassword)
+	res, body := b.get(t, c, "/no-such-page", map[string]string{"Accept": "text/html"})
+	require.Equal(t, http.StatusNotFound, res.StatusCode)
+	require.Contains(t, body, `data-testid="error-page"`)
+}

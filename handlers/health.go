@@ -1,0 +1,21 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// healthz: the process is alive.
+func (h *Handler) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz: the database answers. Ping carries a short timeout so a dead
+// database turns this red quickly instead of hanging the probe.
+func (h *Handler) readyz(c echo.Context) error {
+	if err := h.store.Ping(c.Request().Context()); err != nil {
+		return &APIError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "database unreachable"}
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}

@@ -1,0 +1,41 @@
+package handlers
+
+import (
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg *prometheus.Registry) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flightdeck_http_requests_total", Help: "HTTP requests by method, route pattern and status.",
+		}, []string{"method", "route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "flightdeck_http_request_duration_seconds", Help: "HTTP request latency by method and route pattern.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method", "route"}),
+	}
+	// A registry shared by two servers (tests) already has them: reuse.
+	if err := reg.Register(m.requests); err != nil {
+		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
+			m.requests = are.ExistingCollector.(*prometheus.CounterVec)
+		}
+	}
+	if err := reg.Register(m.duration); err != nil {
+		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
+			m.duration = are.ExistingCollector.(*prometheus.HistogramVec)
+		}
+	}
+	return m
+}
+
+func (h *Handler) metricsHandler(c echo.Context) error {
+	promhttp.HandlerFor(h.reg, promhttp.HandlerOpts{}).ServeHTTP(c.Response(), c.Request())
+	return nil
+}

@@ -1,0 +1,52 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"flightdeck/static"
+)
+
+// New builds the HTTP server: the single route table of flightdeck.
+func New(d Deps) *echo.Echo {
+	h := newHandler(d)
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = h.errorHandler
+
+	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: newRequestID}))
+	e.Use(h.observe) // request logger + metrics
+	e.Use(h.recoverPanic)
+
+	// Probes and metrics: no auth, no team data.
+	e.GET("/healthz", h.healthz)
+	e.GET("/readyz", h.readyz)
+	e.GET("/metrics", h.metricsHandler)
+	e.GET("/static/*", echo.WrapHandler(static.Handler()))
+
+	// Browser pages: session cookie + CSRF.
+	pages := e.Group("", middleware.BodyLimit("1M"), h.csrf, h.authenticate)
+	pages.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/tasks") })
+	pages.GET("/login", h.loginShow)
+	pages.POST("/login", h.loginSubmit)
+	pages.GET("/login/link/:token", h.loginLink)
+	pages.POST("/logout", h.logout)
+
+	app := pages.Group("", h.requirePageUser)
+	app.GET("/tasks", h.taskList)
+
+	// JSON API: bearer token or session cookie (+ CSRF header), per-user rate limit.
+	api := e.Group("/api/v1", middleware.BodyLimit("1M"), h.csrf, h.authenticate, h.requireAPIUser, h.rateLimit)
+	api.GET("/me", h.apiMe)
+	api.POST("/tasks", h.apiTaskCreate)
+	api.GET("/tasks", h.apiTaskList)
+	api.GET("/tasks/:id", h.apiTaskGet)
+	api.PATCH("/tasks/:id", h.apiTaskUpdate)
+	api.POST("/tasks/:id/cancel", h.apiTaskCancel)
+	api.GET("/tasks/:id/events", h.apiTaskEvents)
+
+	return e
+}

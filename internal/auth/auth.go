@@ -1,0 +1,114 @@
+// Package auth owns the vocabulary of who may do what: team roles, password
+// hashing and the random secrets behind sessions, API tokens and login links.
+// It holds no state; store persists what it produces (hashes only).
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Role is a team membership role. Roles are ordered: each includes the rights
+// of the ones before it.
+type Role string
+
+const (
+	RoleViewer   Role = "viewer"
+	RoleDeployer Role = "deployer"
+	RoleApprover Role = "approver"
+	RoleAdmin    Role = "admin"
+)
+
+var roleRank = map[Role]int{RoleViewer: 1, RoleDeployer: 2, RoleApprover: 3, RoleAdmin: 4}
+
+// ParseRole validates a role name.
+func ParseRole(s string) (Role, error) {
+	r := Role(s)
+	if _, ok := roleRank[r]; !ok {
+		return "", fmt.Errorf("unknown role %q (want viewer, deployer, approver or admin)", s)
+	}
+	return r, nil
+}
+
+// AtLeast reports whether r includes the rights of min.
+func (r Role) AtLeast(min Role) bool { return roleRank[r] >= roleRank[min] && roleRank[r] > 0 }
+
+// MinPasswordLen is the shortest password accepted.
+const MinPasswordLen = 8
+
+// HashPassword hashes a password with bcrypt.
+func HashPassword(password string) (string, error) {
+	if len(password) < MinPasswordLen {
+		return "", fmt.Errorf("password must be at least %d characters", MinPasswordLen)
+	}
+	if len(password) > 72 {
+		// bcrypt ignores bytes past 72; refuse rather than silently truncate.
+		return "", errors.New("password must be at most 72 bytes")
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return "", fmt.Errorf("error hashing password: %w", err)
+	}
+	return string(h), nil
+}
+
+// CheckPassword reports whether password matches hash. An empty hash (a user
+// without a password) never matches.
+func CheckPassword(hash, password string) bool {
+	if hash == "" {
+		return false
+	}
+	return bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) == nil
+}
+
+// DummyCheck burns the time of one password check so that a login for an
+// unknown email takes as long as one with a wrong password.
+func DummyCheck(password string) {
+	_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+}
+
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("flightdeck-dummy-password"), bcrypt.DefaultCost)
+
+// TokenPrefix starts every API token so leaked tokens are recognisable.
+const TokenPrefix = "fd_"
+
+// NewSecret returns a random URL-safe secret with the given prefix and its
+// sha256 hash (what gets stored).
+func NewSecret(prefix string) (secret string, hash []byte) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux (Go ≥1.24 panics instead)
+	secret = prefix + base64.RawURLEncoding.EncodeToString(b)
+	return secret, HashSecret(secret)
+}
+
+// HashSecret hashes a presented secret for lookup.
+func HashSecret(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+// NewPassword returns a random readable password (dev seeding).
+func NewPassword() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return strings.TrimRight(base64.RawURLEncoding.EncodeToString(b), "-_")
+}
+
+// NormalizeEmail lower-cases and trims an email; it does not validate it.
+func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// ValidEmail is a deliberately loose check: one @, something on each side,
+// no spaces, a dot in the domain or a .local/.test style host.
+func ValidEmail(s string) bool {
+	at := strings.IndexByte(s, '@')
+	if at <= 0 || at != strings.LastIndexByte(s, '@') || at == len(s)-1 || len(s) > 254 {
+		return false
+	}
+	return !strings.ContainsAny(s, " \t\r\n<>\"") && strings.Contains(s[at+1:], ".")
+}

@@ -1,0 +1,48 @@
+package auth
+
+// Membership is a user's role in one team.
+type Membership struct {
+	TeamID string
+	Team   string // the team's name
+	Role   Role
+}
+
+// User is an authenticated person with the teams they belong to.
+type User struct {
+	ID          string
+	Email       string
+	Memberships []Membership
+}
+
+// TeamIDs lists the ids of the user's teams; every team-data query is scoped
+// by it.
+func (u *User) TeamIDs() []string {
+	ids := make([]string, len(u.Memberships))
+	for i, m := range u.Memberships {
+		ids[i] = m.TeamID
+	}
+	return ids
+}
+
+// RoleIn returns the user's role in a team, or "" when not a member.
+func (u *User) RoleIn(teamID string) Role {
+	for _, m := range u.Memberships {
+		if m.TeamID == teamID {
+			return m.Role
+		}
+	}
+	return ""
+}
+
+// Primary is the membership used when a request names no team: the one with
+// the highest role, ties broken by team name (Memberships come sorted by name).
+func (u *User) Primary() (Membership, bool) {
+	var best Membership
+	found := false
+	for _, m := range u.Memberships {
+		if !found || roleRank[m.Role] > roleRank[best.Role] {
+			best, found = m, true
+		}
+	}
+	return best, found
+}

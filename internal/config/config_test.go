@@ -1,0 +1,51 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, AddrDefault, c.Addr)
+	require.Equal(t, WorkersDefault, c.Workers)
+	require.Equal(t, MaxPendingDefault, c.MaxPending)
+	require.True(t, c.Migrate)
+	require.False(t, c.Dev)
+	require.Equal(t, "http://localhost:8080", c.PublicURL())
+}
+
+func TestLoadValues(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{
+		"FLIGHTDECK_WORKERS": "3", "FLIGHTDECK_DEV": "1", "FLIGHTDECK_LEASE": "2s",
+		"FLIGHTDECK_ALLOWED_ORIGINS": "https://a.test, https://b.test", "FLIGHTDECK_ADDR": "127.0.0.1:9000",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, 3, c.Workers)
+	require.True(t, c.Dev)
+	require.Equal(t, 2*time.Second, c.Lease)
+	require.Equal(t, []string{"https://a.test", "https://b.test"}, c.AllowedOrigins)
+	require.Equal(t, "http://127.0.0.1:9000", c.PublicURL())
+}
+
+func TestLoadInvalid(t *testing.T) {
+	t.Parallel()
+	for _, kv := range [][2]string{
+		{"FLIGHTDECK_WORKERS", "zero"}, {"FLIGHTDECK_WORKERS", "-1"}, {"FLIGHTDECK_GRACE", "soon"},
+		{"FLIGHTDECK_API_RATE", "0"},
+	} {
+		_, err := Load(env(map[string]string{kv[0]: kv[1]}))
+		require.Error(t, err, kv[0])
+		require.Contains(t, err.Error(), kv[0])
+	}
+	c, _ := Load(env(nil))
+	c.Role = "both"
+	require.Error(t, c.Validate())
+}

@@ -1,0 +1,339 @@
+// Package pgcluster runs flightdeck's embedded default PostgreSQL: a private
+// cluster under a data folder (default .data/pg), started from the system's
+// PostgreSQL binaries, which are installed with apt when missing and the
+// process runs as root. It is a development and test convenience: a set
+// DATABASE_URL bypasses it entirely.
+package pgcluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Options configures Ensure. Zero values mean defaults.
+type Options struct {
+	Dir      string       // data folder, default ".data"; the cluster lives in Dir/pg
+	Port     int          // 0: a free port picked on first start and kept in Dir/pg.port
+	Database string       // database to create if missing, default "flightdeck"
+	Logger   *slog.Logger // default: discard
+}
+
+// Ensure makes sure the cluster exists and runs, creates the database if
+// missing, and returns its URL. Concurrent callers (parallel test binaries,
+// a second `serve`) serialise on a file lock; a running cluster is reused.
+func Ensure(ctx context.Context, opts Options) (string, error) {
+	dir, err := filepath.Abs(cmp.Or(opts.Dir, ".data"))
+	if err != nil {
+		return "", err
+	}
+	dbName := cmp.Or(opts.Database, "flightdeck")
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("error creating %s: %w", dir, err)
+	}
+	unlock, err := lockFile(filepath.Join(dir, "pgcluster.lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+
+	port := opts.Port
+	portFile := filepath.Join(dir, "pg.port")
+	if port == 0 {
+		if b, err := os.ReadFile(portFile); err == nil {
+			port, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+	}
+	server := func(p int) string { return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p) }
+	dataDir := filepath.Join(dir, "pg")
+
+	// Fast path: our cluster already answers.
+	if port != 0 && running(dataDir) && ping(ctx, server(port)) == nil {
+		return createDatabase(ctx, server(port), port, dbName)
+	}
+
+	bin, err := binaries(ctx, logger)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); err != nil {
+		logger.Info("Creating the embedded PostgreSQL cluster", "dir", dataDir)
+		if err := initdb(ctx, bin, dataDir); err != nil {
+			return "", err
+		}
+	}
+	if port == 0 || !portFree(port) && !running(dataDir) {
+		if port, err = freePort(); err != nil {
+			return "", err
+		}
+	}
+	if err := os.WriteFile(portFile, []byte(strconv.Itoa(port)+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	if !running(dataDir) {
+		logger.Info("Starting the embedded PostgreSQL", "port", port)
+		if err := start(ctx, bin, dataDir, port); err != nil {
+			return "", err
+		}
+	}
+	if err := waitReady(ctx, server(port)); err != nil {
+		return "", err
+	}
+	return createDatabase(ctx, server(port), port, dbName)
+}
+
+// Stop stops the cluster in dir; it is no error when it is not running.
+func Stop(ctx context.Context, dir string) error {
+	abs, err := filepath.Abs(cmp.Or(dir, ".data"))
+	if err != nil {
+		return err
+	}
+	dataDir := filepath.Join(abs, "pg")
+	if !running(dataDir) {
+		return nil
+	}
+	bin, err := binaries(ctx, nil)
+	if err != nil {
+		return err
+	}
+	return runAsOwner(ctx, filepath.Join(bin, "pg_ctl"), "-D", dataDir, "-m", "fast", "-w", "stop")
+}
+
+// binaries finds the newest installed PostgreSQL, installing Debian's
+// package when none is there and we are root.
+func binaries(ctx context.Context, logger *slog.Logger) (string, error) {
+	if bin := findBinaries(); bin != "" {
+		return bin, nil
+	}
+	if os.Geteuid() != 0 {
+		return "", errors.New("no PostgreSQL server binaries found in /usr/lib/postgresql/*/bin: install Debian's postgresql package (apt-get install postgresql) or set DATABASE_URL")
+	}
+	if logger != nil {
+		logger.Info("Installing PostgreSQL with apt-get (one time)")
+	}
+	for _, args := range [][]string{{"update", "-qq"}, {"install", "-y", "-qq", "postgresql"}} {
+		cmd := exec.CommandContext(ctx, "apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("apt-get %s failed: %w\n%s", args[0], err, out)
+		}
+	}
+	if bin := findBinaries(); bin != "" {
+		return bin, nil
+	}
+	return "", errors.New("postgresql was installed but no binaries were found in /usr/lib/postgresql/*/bin")
+}
+
+func findBinaries() string {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	for _, d := range dirs {
+		if isFile(filepath.Join(d, "initdb")) && isFile(filepath.Join(d, "pg_ctl")) {
+			return d
+		}
+	}
+	return ""
+}
+
+func version(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+func initdb(ctx context.Context, bin, dataDir string) error {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return err
+	}
+	if err := chownToPostgres(dataDir); err != nil {
+		return err
+	}
+	if err := runAsOwner(ctx, filepath.Join(bin, "initdb"), "-D", dataDir, "--auth=trust", "-U", "postgres", "-E", "UTF8", "--no-sync"); err != nil {
+		return fmt.Errorf("initdb failed: %w", err)
+	}
+	return nil
+}
+
+// start runs the server on 127.0.0.1 only, TCP only (a socket path under a
+// deep folder can exceed the 107-byte limit), with durability off: this is a
+// throwaway development and test cluster, and fsync costs tests minutes.
+func start(ctx context.Context, bin, dataDir string, port int) error {
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off "+
+		"-c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=256MB", port)
+	err := runAsOwner(ctx, filepath.Join(bin, "pg_ctl"), "-D", dataDir, "-l", filepath.Join(dataDir, "server.log"),
+		"-o", opts, "-w", "-t", "60", "start")
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(dataDir, "server.log"))
+		return fmt.Errorf("pg_ctl start failed: %w\n%s", err, tail(string(log), 2000))
+	}
+	return nil
+}
+
+// running reports whether a postmaster for dataDir is alive.
+func running(dataDir string) bool {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+func ping(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	return c.Close(ctx)
+}
+
+func waitReady(ctx context.Context, url string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := ping(ctx, url)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the embedded PostgreSQL did not accept connections: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func createDatabase(ctx context.Context, server string, port int, name string) (string, error) {
+	c, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close(context.Background())
+	var exists bool
+	if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if !exists {
+		if _, err := c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil && !strings.Contains(err.Error(), "42P04") {
+			return "", fmt.Errorf("error creating database %s: %w", name, err)
+		}
+	}
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, name), nil
+}
+
+// runAsOwner runs a PostgreSQL program; as root it runs as the postgres
+// user, since the server refuses to run as root.
+func runAsOwner(ctx context.Context, prog string, args ...string) error {
+	var cmd *exec.Cmd
+	if os.Geteuid() == 0 {
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", prog}, args...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, prog, args...)
+	}
+	cmd.Dir = "/"
+	// pg_ctl start leaves the server running: it must not die with us.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", filepath.Base(prog), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// chownToPostgres gives the data dir to postgres (as root) and makes sure
+// every parent is traversable by it.
+func chownToPostgres(dataDir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return fmt.Errorf("no postgres user (is the postgresql package installed?): %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(dataDir, uid, gid); err != nil {
+		return err
+	}
+	if err := os.Chmod(dataDir, 0o700); err != nil {
+		return err
+	}
+	for p := filepath.Dir(dataDir); p != "/"; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()|0o011); err != nil {
+				return fmt.Errorf("%s must be traversable by the postgres user: %w", p, err)
+			}
+		}
+	}
+	return nil
+}
+
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("error opening lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("error locking %s: %w", path, err)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

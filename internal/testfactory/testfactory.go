@@ -1,0 +1,55 @@
+// Package testfactory makes fixtures for tests (test-only).
+package testfactory
+
+import (
+	"testing"
+
+	"flightdeck/internal/auth"
+	"flightdeck/store"
+	"flightdeck/workflow/task"
+)
+
+// User creates a user with a role in a team and returns it with memberships.
+func User(t testing.TB, st *store.Store, email, team string, role auth.Role) *auth.User {
+	t.Helper()
+	id, err := st.UserAdd(t.Context(), store.UserAddParams{Email: email, Team: team, Role: role})
+	if err != nil {
+		t.Fatalf("error creating user: %v", err)
+	}
+	u, err := st.UserGet(t.Context(), id)
+	if err != nil {
+		t.Fatalf("error loading user: %v", err)
+	}
+	return u
+}
+
+// TaskOpts tune Task. Zero values: a noop deploy of the user's first team.
+type TaskOpts struct {
+	Pipeline    string
+	Priority    task.Priority
+	MaxAttempts int
+	Deadline    int
+}
+
+// Task submits a task as u and returns it.
+func Task(t testing.TB, st *store.Store, u *auth.User, opts *TaskOpts) *task.Task {
+	t.Helper()
+	if opts == nil {
+		opts = &TaskOpts{}
+	}
+	p := store.TaskInsertParams{
+		TeamID: u.Memberships[0].TeamID, CreatedByID: u.ID, Kind: task.KindDeploy, Pipeline: opts.Pipeline,
+		Priority: opts.Priority, MaxAttempts: opts.MaxAttempts, DeadlineSeconds: opts.Deadline,
+	}
+	if p.Pipeline == "" {
+		p.Pipeline = "noop"
+	}
+	if p.Priority == 0 {
+		p.Priority = task.PriorityNormal
+	}
+	tk, _, err := st.TaskInsert(t.Context(), p)
+	if err != nil {
+		t.Fatalf("error creating task: %v", err)
+	}
+	return tk
+}

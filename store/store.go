@@ -1,0 +1,75 @@
+// Package store holds all of flightdeck's SQL. It maps rows to the types of
+// workflow/task and internal/auth so pgx types never leave this package, and
+// turns driver errors into ErrNotFound / ErrConflict.
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store is the database handle every service shares.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// New wraps a pool.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Open connects a pool to url. The connect timeout keeps requests answering
+// 503 quickly while the database is down instead of hanging.
+func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("error parsing database URL: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
+		cfg.ConnConfig.ConnectTimeout = 3 * time.Second
+	}
+	cfg.HealthCheckPeriod = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("error opening database pool: %w", err)
+	}
+	return pool, nil
+}
+
+// Pool returns the underlying pool, for wiring (migrations, LISTEN) only.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks the database answers within ctx.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var one int
+	if err := s.pool.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		return interpretError(err)
+	}
+	return nil
+}
+
+// withTx runs fn in a transaction, committing when fn returns nil.
+func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return interpretError(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return interpretError(err)
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flightdeck/workflow/task"
+)
+
+// taskColumns are read by scanTask; the FROM must alias tasks t, teams tm and users u.
+const taskColumns = `t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params, t.prompt, t.priority, t.state,
+	t.attempt, t.max_attempts, t.created_by, u.email, t.created_at, t.started_at, t.finished_at, t.deadline_at,
+	t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total`
+
+const taskFrom = `FROM tasks t JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by`
+
+func scanTask(row pgx.Row) (*task.Task, error) { return scanTaskWith(row, nil) }
+
+// scanTaskWith scans taskColumns followed by the columns extra points into.
+func scanTaskWith(row pgx.Row, extra func(*task.Task) []any) (*task.Task, error) {
+	var t task.Task
+	var params, result []byte
+	var kind, state string
+	var prio int16
+	dest := []any{&t.ID, &t.TeamID, &t.Team, &kind, &t.Pipeline, &params, &t.Prompt, &prio, &state,
+		&t.Attempt, &t.MaxAttempts, &t.CreatedByID, &t.CreatedBy, &t.CreatedAt, &t.StartedAt, &t.FinishedAt,
+		&t.DeadlineAt, &t.CancelRequested, &t.Error, &result, &t.LastSeq, &t.Progress.Step, &t.Progress.TotalStep}
+	if extra != nil {
+		dest = append(dest, extra(&t)...)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, interpretError(err)
+	}
+	t.Kind, t.State, t.Priority = task.Kind(kind), task.State(state), task.Priority(prio)
+	t.Params = json.RawMessage(params)
+	if len(result) > 0 {
+		t.Result = json.RawMessage(result)
+	}
+	if t.Progress.TotalStep > 0 {
+		t.Progress.Percent = min(100, 100*t.Progress.Step/t.Progress.TotalStep)
+	}
+	utc(&t.CreatedAt)
+	for _, p := range []*time.Time{t.StartedAt, t.FinishedAt, t.DeadlineAt} {
+		if p != nil {
+			utc(p)
+		}
+	}
+	return &t, nil
+}
+
+func utc(t *time.Time) { *t = t.UTC() }
+
+// TaskGet loads a task visible to one of teamIDs; any other is ErrNotFound,
+// so another team's task does not exist for the caller.
+func (s *Store) TaskGet(ctx context.Context, teamIDs []string, id string) (*task.Task, error) {
+	if !validUUID(id) {
+		return nil, ErrNotFound
+	}
+	row := s.pool.QueryRow(ctx, `SELECT `+taskColumns+` `+taskFrom+` WHERE t.id = $1 AND t.team_id = ANY($2)`, id, teamIDs)
+	return scanTask(row)
+}
+
+// TaskListParams filter TaskList. Empty fields do not filter.
+type TaskListParams struct {
+	TeamIDs   []string // required: the caller's teams
+	State     string
+	Kind      string
+	Pipeline  string
+	CreatedBy string // email
+	Before    string // cursor from a previous page
+	Limit     int    // default 50, at most 200
+}
+
+// TaskList returns tasks newest first, and the cursor of the next page (""
+// when there is none). The cursor is the last row's (created_at, id), so
+// paging stays an index range scan however deep it goes.
+func (s *Store) TaskList(ctx context.Context, p TaskListParams) ([]*task.Task, string, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, 200)
+	where := []string{"t.team_id = ANY($1)"}
+	args := []any{p.TeamIDs}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if p.State != "" {
+		add("t.state = $%d", p.State)
+	}
+	if p.Kind != "" {
+		add("t.kind = $%d", p.Kind)
+	}
+	if p.Pipeline != "" {
+		add("t.pipeline = $%d", p.Pipeline)
+	}
+	if p.CreatedBy != "" {
+		add("u.email = $%d", p.CreatedBy)
+	}
+	if p.Before != "" {
+		at, id, err := decodeCursor(p.Before)
+		if err != nil {
+			return nil, "", err
+		}
+		args = append(args, at, id)
+		where = append(where, fmt.Sprintf("(t.created_at, t.id) < ($%d, $%d)", len(args)-1, len(args)))
+	}
+	args = append(args, limit+1)
+	q := `SELECT ` + taskColumns + ` ` + taskFrom + ` WHERE ` + strings.Join(where, " AND ") +
+		fmt.Sprintf(` ORDER BY t.created_at DESC, t.id DESC LIMIT $%d`, len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", interpretError(err)
+	}
+	defer rows.Close()
+	var out []*task.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", interpretError(err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = encodeCursor(last.CreatedAt, last.ID)
+	}
+	return out, next, nil
+}
+
+// ErrBadCursor: a pagination cursor that this store did not hand out.
+var ErrBadCursor = fmt.Errorf("invalid cursor")
+
+func encodeCursor(at time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(at.UTC().Format(time.RFC3339Nano) + "|" + id))
+}
+
+func decodeCursor(c string) (time.Time, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", ErrBadCursor
+	}
+	ts, id, ok := strings.Cut(string(b), "|")
+	at, err := time.Parse(time.RFC3339Nano, ts)
+	if !ok || err != nil || !validUUID(id) {
+		return time.Time{}, "", ErrBadCursor
+	}
+	return at, id, nil
+}
+
+// validUUID checks the textual form so a malformed id is "not found" rather
+// than a database error.
+func validUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, r := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if r != '-' {
+				return false
+			}
+		default:
+			if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,133 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"flightdeck/workflow/task"
+)
+
+// ErrTerminal: the task already ended; nothing changes.
+var ErrTerminal = errors.New("task already ended")
+
+// TaskCancel cancels a task of one of teamIDs on behalf of actor.
+//
+// A pending task that never ran is cancelled at once. A running (or
+// compensating) one gets cancel_requested_at and a NOTIFY on task_cancel so
+// its lease holder on any node stops the step and compensates; the heartbeat
+// sees the flag too, in case the notification is lost. A parked task
+// (awaiting approval or input, or re-queued after it ran steps) goes to
+// compensating without a lease, so a worker claims it and undoes its steps.
+// A terminal task is ErrTerminal. Cancel racing completion: whichever
+// transaction locks the row first wins; the loser sees the other's state.
+func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor string) (*task.Task, error) {
+	if !validUUID(id) {
+		return nil, ErrNotFound
+	}
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var state string
+		var ranSteps bool
+		err := tx.QueryRow(ctx, `
+			SELECT t.state, t.started_at IS NOT NULL FROM tasks t
+			WHERE t.id = $1 AND t.team_id = ANY($2) FOR UPDATE`, id, teamIDs).Scan(&state, &ranSteps)
+		if err != nil {
+			return interpretError(err)
+		}
+		st := task.State(state)
+		data, _ := json.Marshal(map[string]string{"by": actor})
+		switch {
+		case st.Terminal():
+			return ErrTerminal
+		case (st == task.StatePending || st == task.StateScheduled) && !ranSteps:
+			msg := "Cancelled by " + actor + " before it ran"
+			return appendStateEvents(ctx, tx, id, `state = 'cancelled', finished_at = now(), error = $2, cancel_requested_at = now()`,
+				[]any{msg}, []task.Event{
+					{Type: task.EventTaskState, Status: task.StatusLog, Message: msg, Data: data},
+					{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: msg, Data: data},
+				})
+		case st == task.StateRunning:
+			if err := appendStateEvents(ctx, tx, id, `cancel_requested_at = COALESCE(cancel_requested_at, now())`, nil,
+				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCancelled, Message: "Cancel requested by " + actor, Data: data}}); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `SELECT pg_notify('task_cancel', $1)`, id)
+			return interpretError(err)
+		case st == task.StateCompensating || st == task.StateNeedsAttention:
+			return ErrConflict // already undoing its steps
+		default: // parked or re-queued after running steps: undo them
+			if err := appendStateEvents(ctx, tx, id, `state = 'compensating', cancel_requested_at = now()`, nil,
+				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Cancelled by " + actor + "; undoing completed steps", Data: data}}); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', '')`)
+			return interpretError(err)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.TaskGet(ctx, teamIDs, id)
+}
+
+// TaskSetPriority changes a non-terminal task's priority.
+func (s *Store) TaskSetPriority(ctx context.Context, teamIDs []string, id string, p task.Priority, actor string) (*task.Task, error) {
+	if !validUUID(id) {
+		return nil, ErrNotFound
+	}
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var state string
+		if err := tx.QueryRow(ctx, `SELECT state FROM tasks WHERE id = $1 AND team_id = ANY($2) FOR UPDATE`, id, teamIDs).Scan(&state); err != nil {
+			return interpretError(err)
+		}
+		if task.State(state).Terminal() {
+			return ErrTerminal
+		}
+		data, _ := json.Marshal(map[string]string{"priority": p.String(), "by": actor})
+		return appendStateEvents(ctx, tx, id, `priority = $2`, []any{int16(p)}, []task.Event{
+			{Type: task.EventTaskState, Status: task.StatusLog, Message: fmt.Sprintf("Priority set to %s by %s", p, actor), Data: data},
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.TaskGet(ctx, teamIDs, id)
+}
+
+// appendStateEvents applies set (an UPDATE SET list whose parameters start at
+// $2; $1 is the task id) and appends events with the next seqs, in tx: a
+// state change and its events commit together (invariant 6).
+func appendStateEvents(ctx context.Context, tx pgx.Tx, id, set string, args []any, events []task.Event) error {
+	var last int
+	q := `UPDATE tasks SET ` + set + `, last_seq = last_seq + ` + fmt.Sprint(len(events)) + ` WHERE id = $1 RETURNING last_seq`
+	if err := tx.QueryRow(ctx, q, append([]any{id}, args...)...).Scan(&last); err != nil {
+		return interpretError(err)
+	}
+	return insertEvents(ctx, tx, id, last-len(events)+1, events)
+}
+
+// insertEvents writes events with seqs first, first+1, … and notifies
+// listeners of the last one.
+func insertEvents(ctx context.Context, tx pgx.Tx, id string, first int, events []task.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	var c eventColumns
+	for _, e := range events {
+		c.add(id, e)
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO task_events (task_id, seq, type, status, step, total_step, step_name, tool, message, data)
+		SELECT task_id, $10 - 1 + ord, type, status, step, total_step, step_name, tool, message, data
+		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::jsonb[])
+			WITH ORDINALITY AS e(task_id, type, status, step, total_step, step_name, tool, message, data, ord)`,
+		c.taskIDs, c.types, c.statuses, c.steps, c.totals, c.names, c.tools, c.messages, c.data, first)
+	if err != nil {
+		return interpretError(err)
+	}
+	_, err = tx.Exec(ctx, `SELECT pg_notify('task_events', $1)`, fmt.Sprintf("%s:%d", id, first+len(events)-1))
+	return interpretError(err)
+}

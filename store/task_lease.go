@@ -1,0 +1,290 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"flightdeck/workflow/task"
+)
+
+// claimableWhere must match tasks_claim_idx's predicate so the claim walks
+// the index in ORDER BY order.
+const claimableWhere = `lease_owner IS NULL AND state IN ('pending', 'compensating')`
+
+// TaskClaim claims up to limit claimable tasks for owner in one statement:
+// highest priority first, then oldest. Each claim gets a new lease token and
+// an expiry from the database clock (invariant 2), and a task.state event.
+// SKIP LOCKED lets concurrent claimers pass each other without waiting and
+// without ever taking the same row.
+func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease time.Duration) ([]*task.Task, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH picked AS (
+			SELECT id FROM tasks
+			WHERE `+claimableWhere+`
+			ORDER BY priority, created_at, id
+			LIMIT $1
+			FOR UPDATE SKIP LOCKED
+		), claimed AS (
+			UPDATE tasks t SET
+				state = CASE WHEN t.state = 'pending' THEN 'running' ELSE t.state END,
+				attempt = GREATEST(t.attempt, 1),
+				lease_owner = $2,
+				lease_token = gen_random_uuid(),
+				lease_expires_at = now() + make_interval(secs => $3),
+				started_at = COALESCE(t.started_at, now()),
+				last_seq = t.last_seq + 1
+			FROM picked WHERE t.id = picked.id
+			RETURNING t.*
+		), ev AS (
+			INSERT INTO task_events (task_id, seq, type, status, message, data)
+			SELECT id, last_seq, 'task.state', 'log', 'Picked up by a worker',
+				jsonb_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)
+			FROM claimed
+		), notify AS (
+			SELECT CASE WHEN count(*) > 0 THEN pg_notify('task_events', string_agg(id::text || ':' || last_seq, ',')) END
+			FROM claimed
+		)
+		SELECT t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params, t.prompt, t.priority, t.state,
+			t.attempt, t.max_attempts, t.created_by, u.email, t.created_at, t.started_at, t.finished_at, t.deadline_at,
+			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, t.lease_token
+		FROM claimed t JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by CROSS JOIN notify
+		ORDER BY t.priority, t.created_at, t.id`, limit, owner, lease.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("error claiming tasks: %w", interpretError(err))
+	}
+	defer rows.Close()
+	var out []*task.Task
+	for rows.Next() {
+		t, err := scanTaskWith(rows, func(t *task.Task) []any { return []any{&t.LeaseToken} })
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// Lease identifies a claimed task and the token of that claim.
+type Lease struct {
+	ID    string
+	Token string
+}
+
+// LeaseStatus is what a heartbeat learns about a held task.
+type LeaseStatus struct {
+	ID              string
+	CancelRequested bool
+	DeadlinePassed  bool
+}
+
+// TaskHeartbeat renews the leases owner still holds and reports cancels and
+// deadlines (the polling backup for NOTIFY). A lease missing from the result
+// was lost: its worker must stop writing. Rows locked by a concurrent finish
+// are skipped rather than waited on (and reported alive), so a heartbeat
+// never deadlocks with a batch finish.
+func (s *Store) TaskHeartbeat(ctx context.Context, leases []Lease, lease time.Duration) ([]LeaseStatus, error) {
+	if len(leases) == 0 {
+		return nil, nil
+	}
+	ids, tokens := splitLeases(leases)
+	rows, err := s.pool.Query(ctx, `
+		WITH input AS (
+			SELECT * FROM unnest($1::uuid[], $2::uuid[]) AS i(id, token)
+		), locked AS (
+			SELECT t.id FROM tasks t JOIN input i ON i.id = t.id AND t.lease_token = i.token
+			ORDER BY t.id FOR UPDATE OF t SKIP LOCKED
+		), renewed AS (
+			UPDATE tasks t SET lease_expires_at = now() + make_interval(secs => $3)
+			FROM locked WHERE t.id = locked.id
+			RETURNING t.id, t.cancel_requested_at IS NOT NULL AS cancel, COALESCE(t.deadline_at < now(), false) AS deadline
+		)
+		SELECT id, cancel, deadline FROM renewed
+		UNION ALL
+		-- held but locked by a finish in flight: still ours
+		SELECT t.id, false, false FROM tasks t JOIN input i ON i.id = t.id AND t.lease_token = i.token
+		WHERE t.id NOT IN (SELECT id FROM renewed)`, ids, tokens, lease.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("error renewing leases: %w", interpretError(err))
+	}
+	defer rows.Close()
+	var out []LeaseStatus
+	for rows.Next() {
+		var st LeaseStatus
+		if err := rows.Scan(&st.ID, &st.CancelRequested, &st.DeadlinePassed); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, st)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// Finish ends a worker's hold on a task: its new state, error, result and
+// the events that go with it, written only if the lease token still matches.
+type Finish struct {
+	ID       string
+	Token    string
+	State    task.State // completed, failed, cancelled, needs_attention, pending (release), awaiting_*…
+	Error    *string
+	Result   json.RawMessage
+	RunAfter *time.Time // with State scheduled: when to run again
+	// BumpAttempt counts this run as a failed start (a handler panic), like
+	// a worker that died.
+	BumpAttempt bool
+	Events      []task.Event
+}
+
+// TaskFinish applies many finishes in one statement and returns the ids it
+// applied; a finish whose lease was taken over is left out (the stale owner
+// writes nothing). Each event gets the task's next seq in order.
+func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, error) {
+	if len(fs) == 0 {
+		return nil, nil
+	}
+	n := len(fs)
+	ids, tokens, states, errs := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
+	results, runAfter, bump := make([][]byte, n), make([]*time.Time, n), make([]bool, n)
+	var ev eventColumns
+	for i, f := range fs {
+		ids[i], tokens[i], states[i], errs[i], runAfter[i], bump[i] = f.ID, f.Token, string(f.State), f.Error, f.RunAfter, f.BumpAttempt
+		if len(f.Result) > 0 {
+			results[i] = f.Result
+		}
+		for _, e := range f.Events {
+			ev.add(f.ID, e)
+		}
+	}
+	rows, err := s.pool.Query(ctx, `
+		WITH input AS (
+			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[], $16::bool[])
+				AS i(id, token, state, error, result, run_after, bump)
+		), evs AS (
+			SELECT * FROM unnest($7::uuid[], $8::text[], $9::text[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::jsonb[])
+				WITH ORDINALITY AS e(task_id, type, status, step, total_step, step_name, tool, message, data, ord)
+		), counts AS (
+			SELECT task_id, count(*) AS n,
+				count(*) FILTER (WHERE type = 'step.completed') AS done, max(total_step) AS total
+			FROM evs GROUP BY task_id
+		), upd AS (
+			UPDATE tasks t SET
+				state = i.state,
+				error = COALESCE(i.error, t.error),
+				result = COALESCE(i.result, t.result),
+				run_after = i.run_after,
+				attempt = t.attempt + CASE WHEN i.bump THEN 1 ELSE 0 END,
+				finished_at = CASE WHEN i.state IN ('completed', 'failed', 'cancelled') THEN now() END,
+				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+				last_seq = t.last_seq + COALESCE(c.n, 0),
+				progress_step = t.progress_step + COALESCE(c.done, 0),
+				progress_total = GREATEST(t.progress_total, COALESCE(c.total, 0))
+			FROM input i LEFT JOIN counts c ON c.task_id = i.id
+			WHERE t.id = i.id AND t.lease_token = i.token
+			RETURNING t.id, t.state, t.last_seq, COALESCE(c.n, 0) AS n
+		), ins AS (
+			INSERT INTO task_events (task_id, seq, type, status, step, total_step, step_name, tool, message, data)
+			SELECT e.task_id, u.last_seq - u.n + row_number() OVER (PARTITION BY e.task_id ORDER BY e.ord),
+				e.type, e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data
+			FROM evs e JOIN upd u ON u.id = e.task_id
+		), notify AS (
+			SELECT CASE WHEN count(*) > 0 THEN pg_notify('task_events', string_agg(id::text || ':' || last_seq, ',')) END,
+				-- released or re-queued tasks can be claimed at once
+				CASE WHEN bool_or(state IN ('pending', 'compensating')) THEN pg_notify('task_ready', '') END
+			FROM upd
+		)
+		SELECT upd.id FROM upd CROSS JOIN notify`,
+		ids, tokens, states, errs, results, runAfter,
+		ev.taskIDs, ev.types, ev.statuses, ev.steps, ev.totals, ev.names, ev.tools, ev.messages, ev.data, bump)
+	if err != nil {
+		return nil, fmt.Errorf("error finishing tasks: %w", interpretError(err))
+	}
+	defer rows.Close()
+	applied := make(map[string]bool, n)
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, interpretError(err)
+		}
+		applied[id] = true
+	}
+	return applied, interpretError(rows.Err())
+}
+
+// TaskRescue re-queues tasks whose lease expired (their worker died or lost
+// the database): attempt + 1 and back to claimable, or failed once
+// max_attempts starts are used up. Expiry is judged by the database clock.
+func (s *Store) TaskRescue(ctx context.Context, limit int) (int, error) {
+	row := s.pool.QueryRow(ctx, `
+		WITH expired AS (
+			SELECT id FROM tasks
+			WHERE lease_expires_at < now()
+			ORDER BY lease_expires_at
+			LIMIT $1
+			FOR UPDATE SKIP LOCKED
+		), upd AS (
+			UPDATE tasks t SET
+				state = CASE
+					WHEN t.state = 'compensating' THEN 'compensating'
+					WHEN t.attempt >= t.max_attempts THEN 'failed'
+					ELSE 'pending' END,
+				attempt = t.attempt + 1,
+				error = CASE WHEN t.state <> 'compensating' AND t.attempt >= t.max_attempts
+					THEN 'worker lost ' || t.attempt || ' time(s); max_attempts reached' ELSE t.error END,
+				finished_at = CASE WHEN t.state <> 'compensating' AND t.attempt >= t.max_attempts THEN now() END,
+				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+				last_seq = t.last_seq + CASE WHEN t.state <> 'compensating' AND t.attempt >= t.max_attempts THEN 2 ELSE 1 END
+			FROM expired WHERE t.id = expired.id
+			RETURNING t.id, t.state, t.attempt, t.last_seq
+		), ev1 AS (
+			INSERT INTO task_events (task_id, seq, type, status, message, data)
+			SELECT id, CASE WHEN state = 'failed' THEN last_seq - 1 ELSE last_seq END, 'task.state', 'log',
+				'Worker lost; ' || CASE WHEN state = 'failed' THEN 'no attempts left' ELSE 'queued again' END,
+				jsonb_build_object('state', state, 'attempt', attempt)
+			FROM upd
+		), ev2 AS (
+			INSERT INTO task_events (task_id, seq, type, status, message, data)
+			SELECT id, last_seq, 'task.failed', 'error', 'Task failed: worker lost too many times', jsonb_build_object('state', state)
+			FROM upd WHERE state = 'failed'
+		)
+		SELECT count(*),
+			CASE WHEN count(*) > 0 THEN pg_notify('task_ready', '') END,
+			CASE WHEN count(*) > 0 THEN pg_notify('task_events', string_agg(id::text || ':' || last_seq, ',')) END
+		FROM upd`, limit)
+	var n int
+	var ignore1, ignore2 *string
+	if err := row.Scan(&n, &ignore1, &ignore2); err != nil {
+		return 0, fmt.Errorf("error rescuing tasks: %w", interpretError(err))
+	}
+	return n, nil
+}
+
+func splitLeases(leases []Lease) (ids, tokens []string) {
+	ids, tokens = make([]string, len(leases)), make([]string, len(leases))
+	for i, l := range leases {
+		ids[i], tokens[i] = l.ID, l.Token
+	}
+	return ids, tokens
+}
+
+// eventColumns turns events into the parallel arrays unnest wants.
+type eventColumns struct {
+	taskIDs, types, statuses, names, tools, messages []string
+	steps, totals                                    []int32
+	data                                             [][]byte
+}
+
+func (c *eventColumns) add(taskID string, e task.Event) {
+	c.taskIDs = append(c.taskIDs, taskID)
+	c.types = append(c.types, string(e.Type))
+	c.statuses = append(c.statuses, string(e.Status))
+	c.steps = append(c.steps, int32(e.Step))
+	c.totals = append(c.totals, int32(e.TotalStep))
+	c.names = append(c.names, e.StepName)
+	c.tools = append(c.tools, e.Tool)
+	c.messages = append(c.messages, e.Message)
+	data := []byte(e.Data)
+	if len(data) == 0 {
+		data = []byte(`{}`)
+	}
+	c.data = append(c.data, data)
+}

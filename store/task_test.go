@@ -1,0 +1,194 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"flightdeck/internal/auth"
+	"flightdeck/internal/dbtest"
+	"flightdeck/internal/testfactory"
+	"flightdeck/store"
+	"flightdeck/workflow/task"
+)
+
+func TestTaskInsert(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	params := func(key string, hash string) store.TaskInsertParams {
+		return store.TaskInsertParams{TeamID: u.Memberships[0].TeamID, CreatedByID: u.ID, Kind: task.KindDeploy,
+			Pipeline: "noop", Priority: task.PriorityNormal, IdempotencyKey: key, RequestHash: []byte(hash), MaxPending: 3}
+	}
+
+	t.Run("FirstEventIsCommittedWithTheTask", func(t *testing.T) {
+		tk, created, err := st.TaskInsert(ctx, params("", "x"))
+		require.NoError(t, err)
+		require.True(t, created)
+		require.Equal(t, task.StatePending, tk.State)
+		evs, err := st.EventList(ctx, u.TeamIDs(), tk.ID, 0, 0)
+		require.NoError(t, err)
+		require.Len(t, evs, 1)
+		require.Equal(t, 1, evs[0].Seq)
+		require.Equal(t, task.EventTaskState, evs[0].Type)
+	})
+
+	t.Run("IdempotencyKey", func(t *testing.T) {
+		a, created, err := st.TaskInsert(ctx, params("k1", "body-1"))
+		require.NoError(t, err)
+		require.True(t, created)
+		b, created, err := st.TaskInsert(ctx, params("k1", "body-1"))
+		require.NoError(t, err)
+		require.False(t, created)
+		require.Equal(t, a.ID, b.ID)
+		_, _, err = st.TaskInsert(ctx, params("k1", "body-2"))
+		require.ErrorIs(t, err, store.ErrIdempotencyConflict)
+	})
+
+	t.Run("QueueBound", func(t *testing.T) {
+		// Three pending tasks exist by now (two above plus this one).
+		_, _, err := st.TaskInsert(ctx, params("", "y"))
+		require.NoError(t, err)
+		_, _, err = st.TaskInsert(ctx, params("", "z"))
+		require.ErrorIs(t, err, store.ErrQueueFull)
+		_, _, err = st.TaskInsert(ctx, params("k1", "body-1"))
+		require.NoError(t, err, "a replay is not a new task")
+	})
+}
+
+func TestIdempotencyRace(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	var wg sync.WaitGroup
+	ids := make([]string, 50)
+	errs := make([]error, 50)
+	for i := range ids {
+		wg.Go(func() {
+			tk, _, err := st.TaskInsert(ctx, store.TaskInsertParams{TeamID: u.Memberships[0].TeamID, CreatedByID: u.ID,
+				Kind: task.KindDeploy, Pipeline: "noop", Priority: task.PriorityNormal, IdempotencyKey: "same", RequestHash: []byte("h")})
+			errs[i] = err
+			if tk != nil {
+				ids[i] = tk.ID
+			}
+		})
+	}
+	wg.Wait()
+	for i := range ids {
+		require.NoError(t, errs[i])
+		require.Equal(t, ids[0], ids[i])
+	}
+	tasks, _, err := st.TaskList(ctx, store.TaskListParams{TeamIDs: u.TeamIDs()})
+	require.NoError(t, err)
+	require.Len(t, tasks, 1)
+}
+
+func TestClaimOrderAndFencing(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	low := testfactory.Task(t, st, u, &testfactory.TaskOpts{Priority: task.PriorityLow})
+	normal1 := testfactory.Task(t, st, u, nil)
+	hotfix := testfactory.Task(t, st, u, &testfactory.TaskOpts{Priority: task.PriorityHotfix})
+	normal2 := testfactory.Task(t, st, u, nil)
+
+	t.Run("PriorityThenAge", func(t *testing.T) {
+		claimed, err := st.TaskClaim(ctx, "w1", 3, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, claimed, 3)
+		require.Equal(t, []string{hotfix.ID, normal1.ID, normal2.ID}, []string{claimed[0].ID, claimed[1].ID, claimed[2].ID})
+		for _, c := range claimed {
+			require.Equal(t, task.StateRunning, c.State)
+			require.NotEmpty(t, c.LeaseToken)
+			require.Equal(t, 1, c.Attempt)
+		}
+		rest, err := st.TaskClaim(ctx, "w2", 10, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, rest, 1)
+		require.Equal(t, low.ID, rest[0].ID)
+	})
+
+	t.Run("StaleOwnerWritesNothing", func(t *testing.T) {
+		tk := testfactory.Task(t, st, u, &testfactory.TaskOpts{Priority: task.PriorityHotfix})
+		first, err := st.TaskClaim(ctx, "w1", 1, time.Millisecond)
+		require.NoError(t, err)
+		require.Equal(t, tk.ID, first[0].ID)
+		// The lease expires (database clock) and the rescuer re-queues it.
+		require.Eventually(t, func() bool {
+			n, err := st.TaskRescue(ctx, 100)
+			return err == nil && n > 0
+		}, 10*time.Second, 5*time.Millisecond)
+		second, err := st.TaskClaim(ctx, "w2", 1, time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, tk.ID, second[0].ID)
+		require.Equal(t, 2, second[0].Attempt)
+
+		applied, err := st.TaskFinish(ctx, []store.Finish{{ID: tk.ID, Token: first[0].LeaseToken, State: task.StateCompleted}})
+		require.NoError(t, err)
+		require.False(t, applied[tk.ID], "stale token changes nothing")
+		require.ErrorIs(t, st.EventAppend(ctx, tk.ID, first[0].LeaseToken, []task.Event{{Type: task.EventStepLog, Status: task.StatusLog}}), store.ErrLeaseLost)
+		sts, err := st.TaskHeartbeat(ctx, []store.Lease{{ID: tk.ID, Token: first[0].LeaseToken}}, time.Minute)
+		require.NoError(t, err)
+		require.Empty(t, sts, "a stale heartbeat renews nothing")
+
+		got, err := st.TaskGet(ctx, u.TeamIDs(), tk.ID)
+		require.NoError(t, err)
+		require.Equal(t, task.StateRunning, got.State)
+
+		applied, err = st.TaskFinish(ctx, []store.Finish{{ID: tk.ID, Token: second[0].LeaseToken, State: task.StateCompleted,
+			Events: []task.Event{{Type: task.EventTaskCompleted, Status: task.StatusCompleted, Message: "done"}}}})
+		require.NoError(t, err)
+		require.True(t, applied[tk.ID])
+		assertSeqs(t, st, u, tk.ID)
+	})
+}
+
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	other := testfactory.User(t, st, "b@rival.test", "rival", auth.RoleAdmin)
+
+	pending := testfactory.Task(t, st, u, nil)
+	_, err := st.TaskCancel(ctx, other.TeamIDs(), pending.ID, "b@rival.test")
+	require.ErrorIs(t, err, store.ErrNotFound, "another team's task does not exist")
+	got, err := st.TaskCancel(ctx, u.TeamIDs(), pending.ID, "a@acme.test")
+	require.NoError(t, err)
+	require.Equal(t, task.StateCancelled, got.State)
+	_, err = st.TaskCancel(ctx, u.TeamIDs(), pending.ID, "a@acme.test")
+	require.ErrorIs(t, err, store.ErrTerminal)
+	evs, err := st.EventList(ctx, u.TeamIDs(), pending.ID, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, task.EventTaskCancelled, evs[len(evs)-1].Type)
+
+	running := testfactory.Task(t, st, u, nil)
+	claimed, err := st.TaskClaim(ctx, "w1", 1, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, running.ID, claimed[0].ID)
+	got, err = st.TaskCancel(ctx, u.TeamIDs(), running.ID, "a@acme.test")
+	require.NoError(t, err)
+	require.Equal(t, task.StateRunning, got.State, "the worker stops it")
+	require.True(t, got.CancelRequested)
+	sts, err := st.TaskHeartbeat(ctx, []store.Lease{{ID: running.ID, Token: claimed[0].LeaseToken}}, time.Minute)
+	require.NoError(t, err)
+	require.True(t, sts[0].CancelRequested, "the heartbeat delivers it too")
+	assertSeqs(t, st, u, pending.ID)
+	assertSeqs(t, st, u, running.ID)
+}
+
+// assertSeqs checks a task's events are numbered 1..n with no gap.
+func assertSeqs(t *testing.T, st *store.Store, u *auth.User, id string) {
+	t.Helper()
+	evs, err := st.EventList(context.Background(), u.TeamIDs(), id, 0, 0)
+	require.NoError(t, err)
+	for i, e := range evs {
+		require.Equal(t, i+1, e.Seq)
+	}
+}

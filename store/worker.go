@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// WorkerRegister records a worker process (dashboard, lease owner names).
+func (s *Store) WorkerRegister(ctx context.Context, id, host string, pid, slots int) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO workers (id, host, pid, slots) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), slots = EXCLUDED.slots`, id, host, pid, slots)
+	return interpretError(err)
+}
+
+// WorkerHeartbeat marks a worker alive with its busy slot count, and forgets
+// workers silent for longer than forget.
+func (s *Store) WorkerHeartbeat(ctx context.Context, id string, busy int, forget time.Duration) error {
+	_, err := s.pool.Exec(ctx, `UPDATE workers SET heartbeat_at = now(), busy = $2 WHERE id = $1`, id, busy)
+	if err != nil {
+		return interpretError(err)
+	}
+	_, err = s.pool.Exec(ctx, `DELETE FROM workers WHERE heartbeat_at < now() - make_interval(secs => $1)`, forget.Seconds())
+	return interpretError(err)
+}
+
+// WorkerDelete removes a worker that stopped cleanly.
+func (s *Store) WorkerDelete(ctx context.Context, id string) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM workers WHERE id = $1`, id)
+	return interpretError(err)
+}
+
+// Worker is a row of the workers table.
+type Worker struct {
+	ID          string
+	Host        string
+	PID         int
+	Slots, Busy int
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+}
+
+// WorkerList lists live workers.
+func (s *Store) WorkerList(ctx context.Context) ([]Worker, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, host, pid, slots, busy, started_at, heartbeat_at FROM workers ORDER BY started_at`)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var out []Worker
+	for rows.Next() {
+		var w Worker
+		if err := rows.Scan(&w.ID, &w.Host, &w.PID, &w.Slots, &w.Busy, &w.StartedAt, &w.HeartbeatAt); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, w)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// TaskMaintain does the periodic housekeeping any node may do: promote
+// scheduled tasks whose time came, fail pending tasks past their deadline,
+// and forget idempotency keys older than keyTTL.
+func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
+	_, err := s.pool.Exec(ctx, `
+		WITH promoted AS (
+			UPDATE tasks SET state = 'pending', run_after = NULL
+			WHERE id IN (SELECT id FROM tasks WHERE state = 'scheduled' AND run_after <= now() LIMIT 1000 FOR UPDATE SKIP LOCKED)
+			RETURNING id
+		)
+		SELECT CASE WHEN count(*) > 0 THEN pg_notify('task_ready', '') END FROM promoted`)
+	if err != nil {
+		return interpretError(err)
+	}
+	_, err = s.pool.Exec(ctx, `
+		WITH expired AS (
+			SELECT id FROM tasks WHERE state = 'pending' AND deadline_at < now() AND started_at IS NULL
+			LIMIT 1000 FOR UPDATE SKIP LOCKED
+		), upd AS (
+			UPDATE tasks t SET state = 'failed', finished_at = now(), error = 'deadline passed before the task started',
+				last_seq = t.last_seq + 1
+			FROM expired WHERE t.id = expired.id
+			RETURNING t.id, t.last_seq
+		), ev AS (
+			INSERT INTO task_events (task_id, seq, type, status, message, data)
+			SELECT id, last_seq, 'task.failed', 'error', 'Task failed: deadline passed before it started', '{"state":"failed"}' FROM upd
+		)
+		SELECT CASE WHEN count(*) > 0 THEN pg_notify('task_events', string_agg(id::text || ':' || last_seq, ',')) END FROM upd`)
+	if err != nil {
+		return interpretError(err)
+	}
+	_, err = s.pool.Exec(ctx, `
+		UPDATE tasks SET idempotency_key = NULL
+		WHERE id IN (SELECT id FROM tasks WHERE idempotency_key IS NOT NULL AND created_at < now() - make_interval(secs => $1) LIMIT 1000)`,
+		keyTTL.Seconds())
+	return interpretError(err)
+}

@@ -1,0 +1,2 @@
+// Package components holds small reusable view pieces (badges, rows, cards).
+package components

@@ -1,0 +1,15 @@
+// Package layout holds the page frame every full page is rendered in.
+package layout
+
+// Viewer is the signed-in person shown in the top bar.
+type Viewer struct {
+	Email, Team, Role string
+}
+
+// BaseProps are the inputs of Base.
+type BaseProps struct {
+	Title     string
+	Viewer    *Viewer // nil when signed out: no navigation
+	CSRFToken string
+	Active    string // "tasks", "dashboard" or "pipelines"
+}

@@ -1,0 +1,34 @@
+package pipeline
+
+// Builtin returns the pipelines every server offers.
+func Builtin() []*Pipeline {
+	one := int64(1)
+	five := int64(5)
+	return []*Pipeline{
+		{
+			Name:        "noop",
+			Description: "One step that does nothing (benchmarks and smoke tests)",
+			Steps:       []Step{{Name: "noop", Action: "noop"}},
+		},
+		{
+			Name:        "web-service",
+			Description: "Deploy a web service with DNS, TLS, an instance and monitoring",
+			Params: []Param{
+				{Name: "app", Type: "string", Pattern: `^[a-z][a-z0-9-]{0,30}$`, Required: true},
+				{Name: "version", Type: "string", Pattern: `^[0-9A-Za-z.+-]{1,40}$`, Required: true},
+				{Name: "env", Type: "enum", Values: []string{"staging", "production"}, Default: "staging"},
+				{Name: "replicas", Type: "int", Min: &one, Max: &five, Default: 1},
+			},
+			Steps: []Step{
+				{Name: "create_dns", Action: "local.dns_create", With: map[string]any{"host": "{{ .params.app }}.{{ .params.env }}"},
+					Compensate: &Compensation{Action: "local.dns_delete"}, TimeoutSeconds: 30, Retries: 3},
+				{Name: "issue_cert", Action: "local.cert_issue", With: map[string]any{"host": "{{ .params.app }}.{{ .params.env }}.localhost"},
+					Compensate: &Compensation{Action: "local.cert_revoke"}},
+				{Name: "deploy_container", Action: "local.instance_start", With: map[string]any{"version": "{{ .params.version }}"},
+					Compensate: &Compensation{Action: "local.instance_stop"},
+					Approval:   &Approval{When: `{{ eq .params.env "production" }}`, Roles: []string{"approver", "admin"}, TimeoutSeconds: 1800}},
+				{Name: "configure_monitoring", Action: "local.monitor_create", Compensate: &Compensation{Action: "local.monitor_delete"}},
+			},
+		},
+	}
+}

@@ -1,0 +1,302 @@
+// Package pipeline defines deploy pipelines: their parameter schema, steps,
+// and the catalog of pipelines a server offers. Parameters from users are
+// validated here against the schema and only ever rendered into step inputs
+// as values (never through a shell).
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Param declares one parameter of a pipeline.
+type Param struct {
+	Name     string   `json:"name" yaml:"name"`
+	Type     string   `json:"type" yaml:"type"` // string, enum, int, bool, list
+	Pattern  string   `json:"pattern,omitempty" yaml:"pattern"`
+	Values   []string `json:"values,omitempty" yaml:"values"`
+	Min      *int64   `json:"min,omitempty" yaml:"min"`
+	Max      *int64   `json:"max,omitempty" yaml:"max"`
+	Default  any      `json:"default,omitempty" yaml:"default"`
+	Required bool     `json:"required,omitempty" yaml:"required"`
+	Secret   bool     `json:"secret,omitempty" yaml:"secret"`
+
+	re *regexp.Regexp
+}
+
+// Pipeline is a named, parameterised list of steps.
+type Pipeline struct {
+	Name        string
+	Description string
+	Params      []Param
+	Steps       []Step
+	// Dir is the working directory of exec steps ("" for the server's).
+	Dir string
+}
+
+// Step is one step (or a parallel / for_each group) of a pipeline.
+type Step struct {
+	Name                string
+	Action              string
+	With                map[string]any
+	Compensate          *Compensation
+	TimeoutSeconds      int
+	Retries             int
+	CompensateOnFailure bool
+	Approval            *Approval
+}
+
+// Compensation undoes a completed step.
+type Compensation struct {
+	Action         string
+	With           map[string]any
+	Retries        int
+	TimeoutSeconds int
+}
+
+// Approval makes a step wait for a person.
+type Approval struct {
+	When           string
+	Roles          []string
+	TimeoutSeconds int
+}
+
+// StepNames lists the steps' names in order.
+func (p *Pipeline) StepNames() []string {
+	out := make([]string, len(p.Steps))
+	for i, s := range p.Steps {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// FieldError is a parameter that does not validate; Field is its dotted path
+// in the submit body (params.app).
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+var paramName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+
+// compile checks a parameter declaration and prepares its pattern.
+func (p *Param) compile() error {
+	if !paramName.MatchString(p.Name) {
+		return fmt.Errorf("parameter name %q: use lowercase letters, digits and underscores", p.Name)
+	}
+	switch p.Type {
+	case "string", "int", "bool", "list":
+	case "enum":
+		if len(p.Values) == 0 {
+			return fmt.Errorf("parameter %s: an enum needs values", p.Name)
+		}
+	default:
+		return fmt.Errorf("parameter %s: unknown type %q (want string, enum, int, bool or list)", p.Name, p.Type)
+	}
+	if p.Pattern != "" {
+		re, err := regexp.Compile(p.Pattern)
+		if err != nil {
+			return fmt.Errorf("parameter %s: bad pattern: %w", p.Name, err)
+		}
+		p.re = re
+	}
+	if p.Default != nil {
+		if _, ferr := p.check(p.Default); ferr != "" {
+			return fmt.Errorf("parameter %s: default %v: %s", p.Name, p.Default, ferr)
+		}
+	}
+	return nil
+}
+
+// Validate checks params (a JSON object) against the schema and returns
+// them with defaults applied. Unknown parameters are refused: a typo must
+// not silently deploy with a default.
+func (p *Pipeline) Validate(raw json.RawMessage) (map[string]any, *FieldError) {
+	in := map[string]any{}
+	if len(raw) > 0 && string(raw) != "null" {
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.UseNumber()
+		if err := dec.Decode(&in); err != nil {
+			return nil, &FieldError{Field: "params", Message: "must be a JSON object"}
+		}
+	}
+	known := map[string]bool{}
+	out := map[string]any{}
+	for i := range p.Params {
+		prm := &p.Params[i]
+		known[prm.Name] = true
+		v, ok := in[prm.Name]
+		if !ok || v == nil {
+			if prm.Default != nil {
+				out[prm.Name] = normalizeDefault(prm.Default)
+				continue
+			}
+			if prm.Required {
+				return nil, &FieldError{Field: "params." + prm.Name, Message: "is required"}
+			}
+			continue
+		}
+		val, msg := prm.check(v)
+		if msg != "" {
+			return nil, &FieldError{Field: "params." + prm.Name, Message: msg}
+		}
+		out[prm.Name] = val
+	}
+	var unknown []string
+	for k := range in {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, &FieldError{Field: "params." + unknown[0], Message: fmt.Sprintf("unknown parameter of pipeline %s", p.Name)}
+	}
+	return out, nil
+}
+
+// maxStringParam bounds a string parameter's length.
+const maxStringParam = 4096
+
+// check validates one value and returns it normalised, or a message.
+func (p *Param) check(v any) (any, string) {
+	switch p.Type {
+	case "string", "enum":
+		s, ok := v.(string)
+		if !ok {
+			return nil, "must be a string"
+		}
+		if len(s) > maxStringParam {
+			return nil, fmt.Sprintf("must be at most %d bytes", maxStringParam)
+		}
+		if strings.ContainsRune(s, 0) {
+			return nil, "must not contain NUL bytes"
+		}
+		if p.Type == "enum" {
+			for _, allowed := range p.Values {
+				if s == allowed {
+					return s, ""
+				}
+			}
+			return nil, "must be one of " + strings.Join(p.Values, ", ")
+		}
+		if p.re != nil && !p.re.MatchString(s) {
+			return nil, "must match " + p.Pattern
+		}
+		return s, ""
+	case "int":
+		var n int64
+		switch x := v.(type) {
+		case json.Number:
+			i, err := x.Int64()
+			if err != nil {
+				return nil, "must be an integer"
+			}
+			n = i
+		case int:
+			n = int64(x)
+		case int64:
+			n = x
+		case float64:
+			if x != float64(int64(x)) {
+				return nil, "must be an integer"
+			}
+			n = int64(x)
+		default:
+			return nil, "must be an integer"
+		}
+		if p.Min != nil && n < *p.Min {
+			return nil, fmt.Sprintf("must be at least %d", *p.Min)
+		}
+		if p.Max != nil && n > *p.Max {
+			return nil, fmt.Sprintf("must be at most %d", *p.Max)
+		}
+		return n, ""
+	case "bool":
+		b, ok := v.(bool)
+		if !ok {
+			return nil, "must be true or false"
+		}
+		return b, ""
+	case "list":
+		items, ok := v.([]any)
+		if !ok {
+			return nil, "must be a list of strings"
+		}
+		if len(items) > 100 {
+			return nil, "must have at most 100 items"
+		}
+		out := make([]string, len(items))
+		for i, it := range items {
+			s, ok := it.(string)
+			if !ok || len(s) > maxStringParam {
+				return nil, "must be a list of strings"
+			}
+			if p.re != nil && !p.re.MatchString(s) {
+				return nil, fmt.Sprintf("item %d must match %s", i, p.Pattern)
+			}
+			out[i] = s
+		}
+		return out, ""
+	}
+	return nil, "has an unknown type"
+}
+
+func normalizeDefault(v any) any {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case []any:
+		out := make([]string, len(x))
+		for i, it := range x {
+			out[i] = fmt.Sprint(it)
+		}
+		return out
+	}
+	return v
+}
+
+// Catalog is the set of pipelines a server offers, by name.
+type Catalog struct {
+	byName map[string]*Pipeline
+	names  []string
+}
+
+// NewCatalog validates and indexes pipelines; later ones replace earlier
+// ones of the same name (files override built-ins).
+func NewCatalog(ps ...*Pipeline) (*Catalog, error) {
+	c := &Catalog{byName: map[string]*Pipeline{}}
+	for _, p := range ps {
+		for i := range p.Params {
+			if err := p.Params[i].compile(); err != nil {
+				return nil, fmt.Errorf("pipeline %s: %w", p.Name, err)
+			}
+		}
+		if _, seen := c.byName[p.Name]; !seen {
+			c.names = append(c.names, p.Name)
+		}
+		c.byName[p.Name] = p
+	}
+	sort.Strings(c.names)
+	return c, nil
+}
+
+// Get returns a pipeline by name.
+func (c *Catalog) Get(name string) (*Pipeline, bool) {
+	p, ok := c.byName[name]
+	return p, ok
+}
+
+// All returns the pipelines sorted by name.
+func (c *Catalog) All() []*Pipeline {
+	out := make([]*Pipeline, len(c.names))
+	for i, n := range c.names {
+		out[i] = c.byName[n]
+	}
+	return out
+}

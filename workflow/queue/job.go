@@ -1,0 +1,109 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"flightdeck/store"
+	"flightdeck/workflow/task"
+)
+
+// Causes a job's context is cancelled with; read them with context.Cause.
+var (
+	// ErrCancelRequested: a user cancelled the task; compensate and end it cancelled.
+	ErrCancelRequested = errors.New("cancel requested")
+	// ErrShutdown: the process is stopping; release the task so another worker resumes it.
+	ErrShutdown = errors.New("worker shutting down")
+	// ErrLeaseLost: another worker owns the task now; stop without writing.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrDeadline: the task ran past its deadline; compensate and end it failed.
+	ErrDeadline = errors.New("deadline exceeded")
+)
+
+// Handler runs claimed tasks of one kind.
+type Handler interface {
+	// Run works on the task until it ends, parks or is interrupted, and says
+	// how the task should be left. ctx is cancelled with one of the causes
+	// above; writes go through the job so they carry its lease token.
+	Run(ctx context.Context, j *Job) Outcome
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, j *Job) Outcome
+
+// Run calls f.
+func (f HandlerFunc) Run(ctx context.Context, j *Job) Outcome { return f(ctx, j) }
+
+// Outcome is how a handler leaves its task.
+type Outcome struct {
+	// State: completed, failed, cancelled, needs_attention, awaiting_approval,
+	// awaiting_input, scheduled (with RunAfter), or pending/compensating to
+	// hand the task back (another worker resumes it).
+	State    task.State
+	Error    string
+	Result   json.RawMessage
+	RunAfter *time.Time
+	// Message describes the final transition in its event.
+	Message string
+}
+
+// Job is a claimed task as its handler sees it.
+type Job struct {
+	Task *task.Task
+
+	store  *store.Store
+	mu     sync.Mutex
+	events []task.Event
+	cancel context.CancelCauseFunc
+}
+
+// Token is the lease token every write about this task must carry.
+func (j *Job) Token() string { return j.Task.LeaseToken }
+
+// Store is the store, for handlers' own fenced writes (steps, artifacts).
+func (j *Job) Store() *store.Store { return j.store }
+
+// Emit buffers an event; it is written, with the next seqs, at the next
+// Flush or with the task's final state, whichever comes first. Buffering
+// lets a fast handler write all of its events in the same statement as its
+// final state.
+func (j *Job) Emit(e task.Event) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.events = append(j.events, e)
+}
+
+// Flush writes buffered events now (a long step reporting progress). A lost
+// lease cancels the job with ErrLeaseLost and returns it.
+func (j *Job) Flush(ctx context.Context) error {
+	j.mu.Lock()
+	evs := j.events
+	j.events = nil
+	j.mu.Unlock()
+	if len(evs) == 0 {
+		return nil
+	}
+	err := j.store.EventAppend(ctx, j.Task.ID, j.Token(), evs)
+	if errors.Is(err, store.ErrLeaseLost) {
+		j.cancel(ErrLeaseLost)
+		return ErrLeaseLost
+	}
+	if err != nil {
+		// Keep them for the next try so nothing is lost.
+		j.mu.Lock()
+		j.events = append(evs, j.events...)
+		j.mu.Unlock()
+	}
+	return err
+}
+
+func (j *Job) takeEvents() []task.Event {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	evs := j.events
+	j.events = nil
+	return evs
+}

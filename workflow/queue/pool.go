@@ -1,0 +1,332 @@
+// Package queue is flightdeck's worker pool: it claims tasks from PostgreSQL
+// (FOR UPDATE SKIP LOCKED, in batches), holds them under leases renewed by
+// heartbeats, hands them to a Handler per task kind, writes their outcomes in
+// batches, rescues tasks whose worker died, and stops gracefully. It knows
+// nothing of sagas or agents: cmd plugs the handlers in.
+package queue
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"flightdeck/store"
+	"flightdeck/workflow/event"
+	"flightdeck/workflow/task"
+)
+
+// Config configures a Pool. Zero values mean the defaults.
+type Config struct {
+	ID             string        // worker id (lease owner); default host-pid-random
+	Workers        int           // concurrent tasks, default 8
+	Lease          time.Duration // default 10s; heartbeats renew every Lease/3
+	PollInterval   time.Duration // claim poll when no NOTIFY arrives, default 500ms
+	RescueInterval time.Duration // expired-lease sweep, default Lease/2
+	Grace          time.Duration // on stop, how long running tasks may finish, default 30s
+	ClaimBatch     int           // most tasks claimed by one statement, default min(Workers, 100)
+	IdempotencyTTL time.Duration // default 24h
+	Logger         *slog.Logger
+	// OnFinish, if set, is called after a task's outcome was written
+	// (benchmarks, metrics). It must not block.
+	OnFinish func(t *task.Task, state task.State)
+}
+
+// Pool runs tasks.
+type Pool struct {
+	cfg      Config
+	store    *store.Store
+	handlers map[task.Kind]Handler
+	hub      *event.Hub
+	logger   *slog.Logger
+
+	wake    chan struct{}
+	finishc chan finishReq
+
+	mu      sync.Mutex
+	running map[string]*Job
+	jobs    sync.WaitGroup
+}
+
+// New returns a pool; Attach it to a Notifier, then Run it.
+func New(st *store.Store, handlers map[task.Kind]Handler, hub *event.Hub, cfg Config) *Pool {
+	host, _ := os.Hostname()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	cfg.ID = cmp.Or(cfg.ID, fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b)))
+	cfg.Workers = cmp.Or(cfg.Workers, 8)
+	cfg.Lease = cmp.Or(cfg.Lease, 10*time.Second)
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, 500*time.Millisecond)
+	cfg.RescueInterval = cmp.Or(cfg.RescueInterval, cfg.Lease/2)
+	cfg.Grace = cmp.Or(cfg.Grace, 30*time.Second)
+	cfg.ClaimBatch = cmp.Or(cfg.ClaimBatch, min(cfg.Workers, 100))
+	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, 24*time.Hour)
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Pool{
+		cfg: cfg, store: st, handlers: handlers, hub: hub, logger: logger.With("worker", cfg.ID),
+		wake:    make(chan struct{}, 1),
+		finishc: make(chan finishReq, cfg.Workers),
+		running: map[string]*Job{},
+	}
+}
+
+// ID is the pool's lease owner name.
+func (p *Pool) ID() string { return p.cfg.ID }
+
+// Attach wakes the claimer on task_ready and delivers cancels on task_cancel.
+func (p *Pool) Attach(n *event.Notifier) {
+	n.On(event.ChannelTaskReady, func(string) { p.Wake() })
+	n.On(event.ChannelTaskCancel, func(id string) { p.interrupt(id, ErrCancelRequested) })
+	n.OnConnect(p.Wake)
+}
+
+// Wake asks the claimer to look for work now.
+func (p *Pool) Wake() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Busy is the number of tasks running now.
+func (p *Pool) Busy() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.running)
+}
+
+// Run works until ctx ends, then stops gracefully: no new claims, running
+// tasks get Grace to finish, the rest are interrupted with ErrShutdown and
+// handed back at once so another worker resumes them.
+func (p *Pool) Run(ctx context.Context) error {
+	// Writes during shutdown must outlive ctx.
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	if err := p.store.WorkerRegister(bg, p.cfg.ID, hostname(), os.Getpid(), p.cfg.Workers); err != nil {
+		p.logger.Warn("Could not register worker", "error", err)
+	}
+
+	var loops sync.WaitGroup
+	finishers := 2
+	for range finishers {
+		loops.Go(func() { p.finisher(bg) })
+	}
+	maint, stopMaint := context.WithCancel(bg)
+	loops.Go(func() { p.heartbeat(maint) })
+	loops.Go(func() { p.rescuer(maint) })
+
+	p.claimer(ctx, bg) // returns when ctx ends
+
+	p.logger.Info("Worker pool stopping", "running", p.Busy(), "grace", p.cfg.Grace)
+	done := make(chan struct{})
+	go func() { p.jobs.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(p.cfg.Grace):
+		p.mu.Lock()
+		for _, j := range p.running {
+			j.cancel(ErrShutdown)
+		}
+		p.mu.Unlock()
+		<-done
+	}
+	close(p.finishc)
+	stopMaint()
+	loops.Wait()
+	if err := p.store.WorkerDelete(bg, p.cfg.ID); err != nil {
+		p.logger.Warn("Could not deregister worker", "error", err)
+	}
+	p.logger.Info("Worker pool stopped")
+	return nil
+}
+
+// claimer claims work whenever there are free slots and a reason to look:
+// a NOTIFY, a finished task, or the poll tick (the source of truth).
+func (p *Pool) claimer(ctx, bg context.Context) {
+	tick := time.NewTicker(p.cfg.PollInterval)
+	defer tick.Stop()
+	for {
+		for {
+			free := p.cfg.Workers - p.Busy()
+			if free <= 0 {
+				break
+			}
+			n := min(free, p.cfg.ClaimBatch)
+			tasks, err := p.store.TaskClaim(ctx, p.cfg.ID, n, p.cfg.Lease)
+			if err != nil {
+				if ctx.Err() == nil {
+					p.logger.Warn("Claim failed", "error", err)
+				}
+				break
+			}
+			for _, t := range tasks {
+				p.start(bg, t)
+			}
+			if len(tasks) < n {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+func (p *Pool) start(bg context.Context, t *task.Task) {
+	ctx, cancel := context.WithCancelCause(bg)
+	j := &Job{Task: t, store: p.store, cancel: cancel}
+	p.mu.Lock()
+	p.running[t.ID] = j
+	p.mu.Unlock()
+	if t.CancelRequested && t.State == task.StateRunning {
+		cancel(ErrCancelRequested)
+	}
+	p.jobs.Go(func() {
+		defer cancel(nil)
+		p.execute(ctx, bg, j)
+		p.mu.Lock()
+		delete(p.running, t.ID)
+		p.mu.Unlock()
+		p.Wake()
+	})
+}
+
+func (p *Pool) execute(ctx, bg context.Context, j *Job) {
+	t := j.Task
+	logger := p.logger.With("task_id", t.ID, "kind", t.Kind, "attempt", t.Attempt)
+	out, panicked := p.runHandler(ctx, j, logger)
+	cause := context.Cause(ctx)
+	if errors.Is(cause, ErrLeaseLost) {
+		logger.Warn("Lease lost; dropping the task without writing")
+		return
+	}
+	f := store.Finish{ID: t.ID, Token: t.LeaseToken, State: out.State, Result: out.Result, RunAfter: out.RunAfter}
+	if panicked {
+		// Counted like a worker that died: started again while attempts last.
+		f.BumpAttempt = true
+		f.State = task.StatePending
+		if t.Attempt >= t.MaxAttempts {
+			f.State = task.StateFailed
+		}
+	}
+	if errors.Is(cause, ErrShutdown) && !f.State.Terminal() && !parked(f.State) {
+		f.State = releaseState(j)
+		out.Message = "Worker shutting down; handed back to the queue"
+	}
+	if f.State == "" || f.State == task.StateRunning {
+		f.State = releaseState(j)
+	}
+	if out.Error != "" {
+		f.Error = &out.Error
+	}
+	f.Events = append(j.takeEvents(), finalEvent(f.State, out))
+	applied, err := p.finish(f)
+	switch {
+	case err != nil:
+		logger.Error("Could not record the task's outcome; the rescuer will re-queue it", "error", err)
+	case !applied:
+		logger.Warn("Lease lost before the outcome was written; another worker owns the task")
+	default:
+		logger.Debug("Task left", "state", f.State)
+		if p.hub != nil {
+			p.hub.Publish(t.ID)
+		}
+		if p.cfg.OnFinish != nil {
+			p.cfg.OnFinish(t, f.State)
+		}
+	}
+}
+
+// runHandler runs the kind's handler, turning a panic into a failed attempt
+// so the process lives on.
+func (p *Pool) runHandler(ctx context.Context, j *Job, logger *slog.Logger) (out Outcome, panicked bool) {
+	h, ok := p.handlers[j.Task.Kind]
+	if !ok {
+		return Outcome{State: task.StateFailed, Error: fmt.Sprintf("no handler for task kind %q on this worker", j.Task.Kind)}, false
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			logger.Error("Handler panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			out = Outcome{State: task.StateFailed, Error: fmt.Sprintf("handler panicked: %v", r)}
+			panicked = true
+		}
+	}()
+	return h.Run(ctx, j), false
+}
+
+// releaseState is where a handed-back task rests: compensating tasks stay
+// compensating (claimable), everything else is pending.
+func releaseState(j *Job) task.State {
+	if j.Task.State == task.StateCompensating {
+		return task.StateCompensating
+	}
+	return task.StatePending
+}
+
+func parked(s task.State) bool {
+	return s == task.StateAwaitingApproval || s == task.StateAwaitingInput || s == task.StateScheduled || s == task.StateNeedsAttention
+}
+
+// finalEvent describes the transition a finish makes.
+func finalEvent(s task.State, out Outcome) task.Event {
+	data, _ := json.Marshal(map[string]any{"state": s, "error": nilIfEmpty(out.Error)})
+	if s.Terminal() {
+		typ, status := task.TerminalEvent(s)
+		msg := out.Message
+		if msg == "" {
+			msg = "Task " + string(s)
+			if out.Error != "" {
+				msg += ": " + out.Error
+			}
+		}
+		return task.Event{Type: typ, Status: status, Message: msg, Data: data}
+	}
+	status := task.StatusLog
+	switch s {
+	case task.StateAwaitingApproval:
+		status = task.StatusApproval
+	case task.StateCompensating, task.StateNeedsAttention:
+		status = task.StatusCompensating
+	}
+	msg := out.Message
+	if msg == "" {
+		msg = "Task " + string(s)
+	}
+	return task.Event{Type: task.EventTaskState, Status: status, Message: msg, Data: data}
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// interrupt cancels a held task's context with cause.
+func (p *Pool) interrupt(id string, cause error) {
+	p.mu.Lock()
+	j := p.running[id]
+	p.mu.Unlock()
+	if j != nil {
+		j.cancel(cause)
+	}
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}

@@ -1,0 +1,305 @@
+package queue_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"flightdeck/internal/auth"
+	"flightdeck/internal/dbtest"
+	"flightdeck/internal/testfactory"
+	"flightdeck/store"
+	"flightdeck/workflow/event"
+	"flightdeck/workflow/queue"
+	"flightdeck/workflow/task"
+)
+
+// Environment of a worker child process (this test binary run again).
+const (
+	envChild   = "FD_QUEUE_CHILD"
+	envChildDB = "FD_QUEUE_CHILD_DB"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(envChild); mode != "" {
+		os.Exit(runChild(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// runChild runs a worker pool until killed or its stdin closes. Modes:
+// noop (complete at once), block (announce, then wait for the context).
+func runChild(mode string) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pool, err := pgxpool.New(ctx, os.Getenv(envChildDB))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	st := store.New(pool)
+	var out sync.Mutex
+	h := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		if mode == "block" {
+			out.Lock()
+			fmt.Printf("started %s\n", j.Task.ID)
+			out.Unlock()
+			<-ctx.Done()
+			if context.Cause(ctx) == queue.ErrCancelRequested {
+				return queue.Outcome{State: task.StateCancelled, Message: "stopped by cancel"}
+			}
+			return queue.Outcome{}
+		}
+		return queue.Outcome{State: task.StateCompleted}
+	})
+	n := event.NewNotifier(st, nil)
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: h}, nil, queue.Config{
+		Workers: 16, Lease: 2 * time.Second, PollInterval: 50 * time.Millisecond, Grace: time.Second,
+	})
+	p.Attach(n)
+	go n.Run(ctx) //nolint:errcheck
+	go func() { // parent closes stdin to stop us gracefully
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		cancel()
+	}()
+	_ = p.Run(ctx)
+	return 0
+}
+
+type testBundle struct {
+	url   string
+	store *store.Store
+	user  *auth.User
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	url := dbtest.URL(t)
+	pool, err := pgxpool.New(t.Context(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	return &testBundle{url: url, store: st, user: testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)}
+}
+
+// startChild starts a worker process; the returned func stops it gracefully.
+func (b *testBundle) startChild(t *testing.T, mode string) (*exec.Cmd, *bufio.Scanner, func()) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"="+mode, envChildDB+"="+b.url)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	stop := func() { _ = stdin.Close(); _ = cmd.Wait() }
+	t.Cleanup(func() { _ = cmd.Process.Kill(); stop() })
+	return cmd, bufio.NewScanner(stdout), stop
+}
+
+// runPool runs an in-process pool until the test ends.
+func (b *testBundle) runPool(t *testing.T, h queue.Handler, cfg queue.Config) *queue.Pool {
+	t.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	n := event.NewNotifier(b.store, nil)
+	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: h}, nil, cfg)
+	p.Attach(n)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = n.Run(ctx) })
+	wg.Go(func() { _ = p.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return p
+}
+
+// waitState polls the task until it reaches want.
+func (b *testBundle) waitState(t *testing.T, id string, want task.State, within time.Duration) *task.Task {
+	t.Helper()
+	var got *task.Task
+	require.Eventually(t, func() bool {
+		tk, err := b.store.TaskGet(context.Background(), b.user.TeamIDs(), id)
+		got = tk
+		return err == nil && tk.State == want
+	}, within, 10*time.Millisecond, "task %s never reached %s", id, want)
+	return got
+}
+
+func complete(context.Context, *queue.Job) queue.Outcome {
+	return queue.Outcome{State: task.StateCompleted}
+}
+
+func TestPoolCompletesTasksWithGapFreeEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		j.Emit(task.Event{Type: task.EventStepStarted, Status: task.StatusToolCall, Step: 1, TotalStep: 1, StepName: "noop"})
+		require.NoError(t, j.Flush(ctx))
+		j.Emit(task.Event{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 1, TotalStep: 1, StepName: "noop"})
+		return queue.Outcome{State: task.StateCompleted}
+	})
+	b.runPool(t, h, queue.Config{Workers: 4, PollInterval: 20 * time.Millisecond})
+	var ids []string
+	for range 20 {
+		ids = append(ids, testfactory.Task(t, b.store, b.user, nil).ID)
+	}
+	for _, id := range ids {
+		tk := b.waitState(t, id, task.StateCompleted, 20*time.Second)
+		require.Equal(t, 100, tk.Progress.Percent)
+		evs, err := b.store.EventList(t.Context(), b.user.TeamIDs(), id, 0, 0)
+		require.NoError(t, err)
+		var types []task.EventType
+		for i, e := range evs {
+			require.Equal(t, i+1, e.Seq)
+			types = append(types, e.Type)
+		}
+		require.Equal(t, []task.EventType{task.EventTaskState, task.EventTaskState, task.EventStepStarted, task.EventStepCompleted, task.EventTaskCompleted}, types)
+	}
+}
+
+func TestTwoProcessesNeverDoubleClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 10000
+	require.NoError(t, b.store.TaskInsertMany(t.Context(), b.user.Memberships[0].TeamID, b.user.ID, task.KindDeploy, "noop", n))
+	_, _, stop1 := b.startChild(t, "noop")
+	_, _, stop2 := b.startChild(t, "noop")
+	require.Eventually(t, func() bool {
+		var done int
+		err := b.store.Pool().QueryRow(t.Context(), `SELECT count(*) FROM tasks WHERE state = 'completed'`).Scan(&done)
+		return err == nil && done == n
+	}, 3*time.Minute, 100*time.Millisecond)
+	stop1()
+	stop2()
+	var claims, tasks, workers int
+	require.NoError(t, b.store.Pool().QueryRow(t.Context(), `
+		SELECT count(*), count(DISTINCT task_id), count(DISTINCT data->>'worker') FROM task_events
+		WHERE type = 'task.state' AND data->>'state' = 'running'`).Scan(&claims, &tasks, &workers))
+	require.Equal(t, n, tasks)
+	require.Equal(t, n, claims, "every task claimed exactly once")
+	require.Equal(t, 2, workers, "both processes worked")
+}
+
+func TestKilledWorkerTaskIsCompletedByAnother(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tk := testfactory.Task(t, b.store, b.user, nil)
+	child, out, _ := b.startChild(t, "block")
+	require.True(t, out.Scan())
+	require.Equal(t, "started "+tk.ID, out.Text())
+	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+	_, _ = child.Process.Wait()
+
+	b.runPool(t, queue.HandlerFunc(complete), queue.Config{Workers: 2, Lease: 2 * time.Second, RescueInterval: 100 * time.Millisecond, PollInterval: 50 * time.Millisecond})
+	got := b.waitState(t, tk.ID, task.StateCompleted, 30*time.Second)
+	require.Equal(t, 2, got.Attempt, "started again after its worker died")
+}
+
+func TestCancelReachesTaskInAnotherProcess(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tk := testfactory.Task(t, b.store, b.user, nil)
+	_, out, _ := b.startChild(t, "block")
+	require.True(t, out.Scan())
+	start := time.Now()
+	_, err := b.store.TaskCancel(t.Context(), b.user.TeamIDs(), tk.ID, "a@acme.test")
+	require.NoError(t, err)
+	b.waitState(t, tk.ID, task.StateCancelled, 20*time.Second)
+	t.Logf("cancel reached the other process in %s", time.Since(start))
+}
+
+func TestGracefulStopHandsTasksBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tk := testfactory.Task(t, b.store, b.user, nil)
+	_, out, stop := b.startChild(t, "block")
+	require.True(t, out.Scan())
+	stop() // grace 1s, then the blocked task is interrupted and released
+	got := b.waitState(t, tk.ID, task.StatePending, 20*time.Second)
+	require.Equal(t, 1, got.Attempt, "a clean hand-back is not a failed attempt")
+}
+
+func TestPanicIsAFailedAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var calls atomic.Int32
+	h := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		if calls.Add(1) == 1 {
+			panic("boom")
+		}
+		return queue.Outcome{State: task.StateCompleted}
+	})
+	b.runPool(t, h, queue.Config{Workers: 1, PollInterval: 20 * time.Millisecond})
+	tk := testfactory.Task(t, b.store, b.user, nil)
+	got := b.waitState(t, tk.ID, task.StateCompleted, 20*time.Second)
+	require.Equal(t, 2, got.Attempt)
+	require.EqualValues(t, 2, calls.Load())
+}
+
+func TestDeadlineFailsARunningTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		<-ctx.Done()
+		if context.Cause(ctx) == queue.ErrDeadline {
+			return queue.Outcome{State: task.StateFailed, Error: "deadline exceeded"}
+		}
+		return queue.Outcome{}
+	})
+	b.runPool(t, h, queue.Config{Workers: 1, Lease: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	tk := testfactory.Task(t, b.store, b.user, &testfactory.TaskOpts{Deadline: 1})
+	got := b.waitState(t, tk.ID, task.StateFailed, 20*time.Second)
+	require.Equal(t, "deadline exceeded", *got.Error)
+}
+
+func TestListenRecoversFromTerminatedConnection(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	n := event.NewNotifier(b.store, nil)
+	connected := make(chan struct{}, 10)
+	got := make(chan string, 10)
+	n.OnConnect(func() { connected <- struct{}{} })
+	n.On(event.ChannelTaskCancel, func(p string) { got <- p })
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go n.Run(ctx) //nolint:errcheck
+	waitCh(t, connected)
+
+	var dbName string
+	require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT current_database()`).Scan(&dbName))
+	var killed int
+	require.NoError(t, b.store.Pool().QueryRow(ctx, `
+		SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = $1 AND datname = $2`, store.ListenApplicationName, dbName).Scan(&killed))
+	require.Equal(t, 1, killed)
+	waitCh(t, connected) // reconnected
+
+	_, err := b.store.Pool().Exec(ctx, `SELECT pg_notify('task_cancel', 'after-reconnect')`)
+	require.NoError(t, err)
+	select {
+	case p := <-got:
+		require.Equal(t, "after-reconnect", p)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no notification after reconnecting")
+	}
+}
+
+func waitCh(t *testing.T, c chan struct{}) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(20 * time.Second):
+		t.Fatal("timed out waiting for a signal")
+	}
+}

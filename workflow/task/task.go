@@ -1,0 +1,155 @@
+// Package task is flightdeck's vocabulary: tasks, steps, events, their
+// states and the transitions allowed between them. It imports the standard
+// library only, so every other package can speak it.
+package task
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Kind is what a task runs.
+type Kind string
+
+const (
+	KindDeploy Kind = "deploy" // a pipeline run as a saga
+	KindAgent  Kind = "agent"  // an LLM agent loop with tools
+)
+
+// State is a task's state.
+type State string
+
+const (
+	StatePending          State = "pending"
+	StateScheduled        State = "scheduled" // waiting out a retry backoff; promoted to pending by the scheduler
+	StateRunning          State = "running"
+	StateAwaitingApproval State = "awaiting_approval"
+	StateAwaitingInput    State = "awaiting_input"
+	StateCompensating     State = "compensating"
+	StateNeedsAttention   State = "needs_attention"
+	StateCompleted        State = "completed"
+	StateFailed           State = "failed"
+	StateCancelled        State = "cancelled"
+)
+
+// States lists every state, in lifecycle order.
+var States = []State{StatePending, StateScheduled, StateRunning, StateAwaitingApproval, StateAwaitingInput,
+	StateCompensating, StateNeedsAttention, StateCompleted, StateFailed, StateCancelled}
+
+// Terminal reports whether no further transition can happen.
+func (s State) Terminal() bool {
+	return s == StateCompleted || s == StateFailed || s == StateCancelled
+}
+
+// Valid reports whether s is a known state.
+func (s State) Valid() bool {
+	_, ok := transitions[s]
+	return ok
+}
+
+// transitions lists, for each state, the states a task may move to.
+var transitions = map[State][]State{
+	StatePending:          {StateRunning, StateCancelled, StateCompensating, StateFailed},
+	StateScheduled:        {StatePending, StateCancelled, StateCompensating, StateFailed},
+	StateRunning:          {StatePending, StateScheduled, StateAwaitingApproval, StateAwaitingInput, StateCompensating, StateCompleted, StateFailed, StateCancelled},
+	StateAwaitingApproval: {StatePending, StateCompensating, StateCancelled, StateFailed},
+	StateAwaitingInput:    {StatePending, StateCompensating, StateCancelled, StateFailed},
+	StateCompensating:     {StatePending, StateFailed, StateCancelled, StateNeedsAttention, StateCompensating},
+	StateNeedsAttention:   {StateCompensating, StateFailed},
+	StateCompleted:        nil,
+	StateFailed:           nil,
+	StateCancelled:        nil,
+}
+
+// CanTransition reports whether a task in from may move to to.
+func CanTransition(from, to State) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Priority orders claims: a lower number is claimed first.
+type Priority int16
+
+const (
+	PriorityHotfix Priority = 1
+	PriorityHigh   Priority = 2
+	PriorityNormal Priority = 3
+	PriorityLow    Priority = 4
+)
+
+var priorityNames = map[Priority]string{PriorityHotfix: "hotfix", PriorityHigh: "high", PriorityNormal: "normal", PriorityLow: "low"}
+
+func (p Priority) String() string {
+	if n, ok := priorityNames[p]; ok {
+		return n
+	}
+	return fmt.Sprintf("priority(%d)", int16(p))
+}
+
+// ParsePriority reads a priority name; "" is normal.
+func ParsePriority(s string) (Priority, error) {
+	if s == "" {
+		return PriorityNormal, nil
+	}
+	for p, n := range priorityNames {
+		if n == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown priority %q (want hotfix, high, normal or low)", s)
+}
+
+// MarshalJSON writes the priority's name.
+func (p Priority) MarshalJSON() ([]byte, error) { return json.Marshal(p.String()) }
+
+// Progress is how far a task is.
+type Progress struct {
+	Step      int `json:"step"`
+	TotalStep int `json:"total_step"`
+	Percent   int `json:"percent"`
+}
+
+// Task is one unit of work of a team.
+type Task struct {
+	ID              string          `json:"id"`
+	TeamID          string          `json:"-"`
+	Team            string          `json:"team"`
+	Kind            Kind            `json:"kind"`
+	Pipeline        string          `json:"pipeline,omitempty"`
+	Params          json.RawMessage `json:"params"`
+	Prompt          string          `json:"prompt,omitempty"`
+	Priority        Priority        `json:"priority"`
+	State           State           `json:"state"`
+	Attempt         int             `json:"attempt"`
+	MaxAttempts     int             `json:"max_attempts"`
+	CreatedByID     string          `json:"-"`
+	CreatedBy       string          `json:"created_by"`
+	CreatedAt       time.Time       `json:"created_at"`
+	StartedAt       *time.Time      `json:"started_at"`
+	FinishedAt      *time.Time      `json:"finished_at"`
+	DeadlineAt      *time.Time      `json:"deadline_at"`
+	CancelRequested bool            `json:"cancel_requested"`
+	Error           *string         `json:"error"`
+	Result          json.RawMessage `json:"result"`
+	Progress        Progress        `json:"progress"`
+	LastSeq         int             `json:"last_seq"`
+	LeaseToken      string          `json:"-"` // set on claimed tasks; every worker write carries it
+	Steps           []Step          `json:"steps,omitempty"`
+}
+
+// Step is one step of a deploy task.
+type Step struct {
+	Index      int        `json:"index"`
+	Name       string     `json:"name"`
+	State      string     `json:"state"`
+	Attempt    int        `json:"attempt"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	Error      *string    `json:"error"`
+	Artifacts  []string   `json:"artifacts"`
+}
