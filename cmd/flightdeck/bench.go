@@ -21,19 +21,19 @@ import (
 )
 
 type benchResult struct {
-	Tasks             int     `json:"tasks"`
-	Workers           int     `json:"workers"`
-	Seconds           float64 `json:"seconds"`
-	TasksPerSecond    float64 `json:"tasks_per_second"`
-	LatencyRate       float64 `json:"latency_rate"`
-	InsertToClaimP50  float64 `json:"insert_to_claim_p50_ms"`
-	InsertToClaimP99  float64 `json:"insert_to_claim_p99_ms"`
-	InsertToDoneP99   float64 `json:"insert_to_done_p99_ms"`
-	LatencyTasks      int     `json:"latency_tasks"`
-	LatencySeconds    float64 `json:"latency_seconds"`
-	ClaimBatch        int     `json:"claim_batch"`
-	InsertSeconds     float64 `json:"insert_seconds"`
-	EventsPerTask     float64 `json:"events_per_task"`
+	Tasks            int     `json:"tasks"`
+	Workers          int     `json:"workers"`
+	Seconds          float64 `json:"seconds"`
+	TasksPerSecond   float64 `json:"tasks_per_second"`
+	LatencyRate      float64 `json:"latency_rate"`
+	InsertToClaimP50 float64 `json:"insert_to_claim_p50_ms"`
+	InsertToClaimP99 float64 `json:"insert_to_claim_p99_ms"`
+	InsertToDoneP99  float64 `json:"insert_to_done_p99_ms"`
+	LatencyTasks     int     `json:"latency_tasks"`
+	LatencySeconds   float64 `json:"latency_seconds"`
+	ClaimBatch       int     `json:"claim_batch"`
+	InsertSeconds    float64 `json:"insert_seconds"`
+	EventsPerTask    float64 `json:"events_per_task"`
 }
 
 // runBench: `flightdeck bench queue`. It works on a fresh database so it

@@ -69,7 +69,7 @@ func runChild(mode string) int {
 	})
 	p.Attach(n)
 	go n.Run(ctx) //nolint:errcheck
-	go func() { // parent closes stdin to stop us gracefully
+	go func() {   // parent closes stdin to stop us gracefully
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 		cancel()
 	}()
