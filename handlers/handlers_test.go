@@ -330,3 +330,36 @@ func TestErrorPageForHTML(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 	require.Contains(t, body, `data-testid="error-page"`)
 }
+
+func TestDashboardAndPipelinesPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.browser(t)
+	b.login(t, c, "alice@acme.test", testPassword)
+	require.Equal(t, http.StatusAccepted, b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop","priority":"hotfix"}`, nil).status)
+	require.Equal(t, http.StatusAccepted, b.api(t, "POST", "/api/v1/tasks", b.bobToken, `{"kind":"deploy","pipeline":"noop","priority":"hotfix"}`, nil).status)
+
+	res, body := b.get(t, c, "/dashboard", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+	require.NoError(t, err)
+	require.Equal(t, "1", doc.Find(`[data-testid="stat-pending"] .stat-value`).Text(), "only the own team's task")
+	require.Equal(t, "1", doc.Find(`[data-testid="pending-hotfix"] .stat-value`).Text())
+	require.Equal(t, "page", doc.Find(`[data-testid="nav-dashboard"]`).AttrOr("aria-current", ""))
+
+	res, body = b.get(t, c, "/pipelines", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	doc, err = goquery.NewDocumentFromReader(strings.NewReader(body))
+	require.NoError(t, err)
+	require.Equal(t, 2, doc.Find(`[data-testid="pipeline"]`).Length())
+	require.Contains(t, doc.Find(`#pipeline-web-service`).Text(), "create_dns → issue_cert → deploy_container → configure_monitoring")
+
+	r := b.api(t, "GET", "/api/v1/pipelines", b.aliceToken, "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	pls := r.body["pipelines"].([]any)
+	require.Len(t, pls, 2)
+	ws := pls[1].(map[string]any)
+	require.Equal(t, "web-service", ws["name"])
+	require.Equal(t, []any{"create_dns", "issue_cert", "deploy_container", "configure_monitoring"}, ws["steps"])
+	require.Equal(t, "app", ws["params"].([]any)[0].(map[string]any)["name"])
+}

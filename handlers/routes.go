@@ -37,6 +37,8 @@ func New(d Deps) *echo.Echo {
 
 	app := pages.Group("", h.requirePageUser)
 	app.GET("/tasks", h.taskList)
+	app.GET("/dashboard", h.dashboardShow)
+	app.GET("/pipelines", h.pipelineList)
 
 	// JSON API: bearer token or session cookie (+ CSRF header), per-user rate limit.
 	api := e.Group("/api/v1", middleware.BodyLimit("1M"), h.csrf, h.authenticate, h.requireAPIUser, h.rateLimit)
@@ -47,6 +49,7 @@ func New(d Deps) *echo.Echo {
 	api.PATCH("/tasks/:id", h.apiTaskUpdate)
 	api.POST("/tasks/:id/cancel", h.apiTaskCancel)
 	api.GET("/tasks/:id/events", h.apiTaskEvents)
+	api.GET("/pipelines", h.apiPipelineList)
 
 	return e
 }

@@ -42,6 +42,9 @@ CREATE INDEX tasks_claim_idx ON tasks (priority, created_at, id)
     WHERE lease_owner IS NULL AND state IN ('pending', 'compensating');
 CREATE INDEX tasks_team_id_created_at_idx ON tasks (team_id, created_at DESC, id DESC);
 CREATE INDEX tasks_team_id_pending_idx ON tasks (team_id) WHERE state = 'pending';
+-- Dashboards count unfinished tasks by state without touching finished ones.
+CREATE INDEX tasks_team_id_active_idx ON tasks (team_id, state, priority, created_at)
+    WHERE state NOT IN ('completed', 'failed', 'cancelled');
 CREATE INDEX tasks_lease_expires_at_idx ON tasks (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
 CREATE INDEX tasks_run_after_idx ON tasks (run_after) WHERE state = 'scheduled';
 CREATE INDEX tasks_deadline_at_idx ON tasks (deadline_at) WHERE state = 'pending' AND deadline_at IS NOT NULL;

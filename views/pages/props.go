@@ -27,3 +27,36 @@ type ErrorProps struct {
 	Title, Message string
 	RequestID      string
 }
+
+// PipelineParam describes one parameter for people.
+type PipelineParam struct {
+	Name, Description string
+	Required, Secret  bool
+}
+
+// PipelineRow is one pipeline in the list.
+type PipelineRow struct {
+	Name, Description string
+	Params            []PipelineParam
+	Steps             []string
+}
+
+// PipelineListProps are the inputs of PipelineList.
+type PipelineListProps struct {
+	Pipelines []PipelineRow
+}
+
+// WorkerRow is one worker process.
+type WorkerRow struct {
+	ID, Host     string
+	Slots, Busy  int
+	HeartbeatAge time.Duration
+}
+
+// DashboardProps are the inputs of Dashboard.
+type DashboardProps struct {
+	Pending, Running, Waiting, NeedsAttention int
+	PendingByPriority                         map[string]int
+	OldestPending                             time.Duration
+	Workers                                   []WorkerRow
+}

@@ -1,0 +1,45 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"flightdeck/views/pages"
+	"flightdeck/workflow/task"
+)
+
+func (h *Handler) dashboardShow(c echo.Context) error {
+	ctx := c.Request().Context()
+	counts, err := h.store.TaskQueueCounts(ctx, userOf(c).TeamIDs())
+	if err != nil {
+		return err
+	}
+	workers, err := h.store.WorkerList(ctx)
+	if err != nil {
+		return err
+	}
+	p := pages.DashboardProps{PendingByPriority: map[string]int{}}
+	now := time.Now()
+	for _, qc := range counts {
+		switch qc.State {
+		case task.StatePending, task.StateScheduled:
+			p.PendingByPriority[qc.Priority.String()] += qc.Count
+			p.Pending += qc.Count
+			if age := now.Sub(qc.Oldest); age > p.OldestPending {
+				p.OldestPending = age
+			}
+		case task.StateRunning, task.StateCompensating:
+			p.Running += qc.Count
+		case task.StateAwaitingApproval, task.StateAwaitingInput:
+			p.Waiting += qc.Count
+		case task.StateNeedsAttention:
+			p.NeedsAttention += qc.Count
+		}
+	}
+	for _, w := range workers {
+		p.Workers = append(p.Workers, pages.WorkerRow{ID: w.ID, Host: w.Host, Slots: w.Slots, Busy: w.Busy, HeartbeatAge: now.Sub(w.HeartbeatAt)})
+	}
+	return h.render(c, http.StatusOK, "Dashboard", "dashboard", pages.Dashboard(p))
+}
