@@ -7,9 +7,9 @@ import (
 )
 
 func (h *Handler) apiTaskGet(c echo.Context) error {
-	t, err := h.store.TaskGet(c.Request().Context(), userOf(c).TeamIDs(), c.Param("id"))
+	t, err := h.loadTaskJSON(c.Request().Context(), userOf(c).TeamIDs(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toTaskJSON(t))
+	return c.JSON(http.StatusOK, t)
 }

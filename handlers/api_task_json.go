@@ -1,7 +1,10 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
+
+	"flightdeck/store"
 
 	"flightdeck/workflow/task"
 )
@@ -10,7 +13,7 @@ import (
 type taskJSON struct {
 	*task.Task
 	Steps     []task.Step       `json:"steps"`
-	Approvals []json.RawMessage `json:"approvals"`
+	Approvals []store.Approval  `json:"approvals"`
 	Questions []json.RawMessage `json:"questions"`
 	Artifacts []json.RawMessage `json:"artifacts"`
 }
@@ -20,5 +23,21 @@ func toTaskJSON(t *task.Task) taskJSON {
 	if steps == nil {
 		steps = []task.Step{}
 	}
-	return taskJSON{Task: t, Steps: steps, Approvals: []json.RawMessage{}, Questions: []json.RawMessage{}, Artifacts: []json.RawMessage{}}
+	return taskJSON{Task: t, Steps: steps, Approvals: []store.Approval{}, Questions: []json.RawMessage{}, Artifacts: []json.RawMessage{}}
+}
+
+// loadTaskJSON is the full task body: the task with its steps and approvals.
+func (h *Handler) loadTaskJSON(ctx context.Context, teamIDs []string, id string) (taskJSON, error) {
+	t, err := h.store.TaskGet(ctx, teamIDs, id)
+	if err != nil {
+		return taskJSON{}, err
+	}
+	out := toTaskJSON(t)
+	if out.Steps, err = h.store.TaskSteps(ctx, teamIDs, id); err != nil {
+		return taskJSON{}, err
+	}
+	if out.Approvals, err = h.store.ApprovalList(ctx, teamIDs, id); err != nil {
+		return taskJSON{}, err
+	}
+	return out, nil
 }

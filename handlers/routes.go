@@ -49,6 +49,9 @@ func New(d Deps) *echo.Echo {
 	api.PATCH("/tasks/:id", h.apiTaskUpdate)
 	api.POST("/tasks/:id/cancel", h.apiTaskCancel)
 	api.GET("/tasks/:id/events", h.apiTaskEvents)
+	api.POST("/tasks/:id/resolve", h.apiTaskResolve)
+	api.POST("/tasks/:id/approvals/:approval_id/approve", h.apiApprovalApprove)
+	api.POST("/tasks/:id/approvals/:approval_id/reject", h.apiApprovalReject)
 	api.GET("/pipelines", h.apiPipelineList)
 
 	return e

@@ -131,3 +131,49 @@ func insertEvents(ctx context.Context, tx pgx.Tx, id string, first int, events [
 	_, err = tx.Exec(ctx, `SELECT pg_notify('task_events', $1)`, fmt.Sprintf("%s:%d", id, first+len(events)-1))
 	return interpretError(err)
 }
+
+// TaskResolve is an admin's answer to a task in needs_attention: retry runs
+// the failed compensations again (the task goes back to compensating and a
+// worker claims it); resolve marks it failed, saying who resolved it.
+func (s *Store) TaskResolve(ctx context.Context, teamIDs []string, id, action, actor, comment string) (*task.Task, error) {
+	if !validUUID(id) {
+		return nil, ErrNotFound
+	}
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var state, teamID string
+		if err := tx.QueryRow(ctx, `SELECT state, team_id FROM tasks WHERE id = $1 AND team_id = ANY($2) FOR UPDATE`, id, teamIDs).Scan(&state, &teamID); err != nil {
+			return interpretError(err)
+		}
+		if task.State(state) != task.StateNeedsAttention {
+			return ErrConflict
+		}
+		data, _ := json.Marshal(map[string]string{"action": action, "by": actor, "comment": comment})
+		if _, err := tx.Exec(ctx, `INSERT INTO audit_log (team_id, actor, action, target, data) VALUES ($1, $2, $3, $4, $5)`,
+			teamID, actor, "task."+action, id, data); err != nil {
+			return interpretError(err)
+		}
+		if action == "retry" {
+			if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'completed' WHERE task_id = $1 AND state = 'compensation_failed'`, id); err != nil {
+				return interpretError(err)
+			}
+			if err := appendStateEvents(ctx, tx, id, `state = 'compensating'`, nil, []task.Event{
+				{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Compensation retried by " + actor, Data: data},
+			}); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', '')`)
+			return interpretError(err)
+		}
+		reason := "resolved by " + actor
+		if comment != "" {
+			reason += ": " + comment
+		}
+		return appendStateEvents(ctx, tx, id, `state = 'failed', finished_at = now(), error = $2`, []any{reason}, []task.Event{
+			{Type: task.EventTaskFailed, Status: task.StatusError, Message: "Task failed: " + reason, Data: data},
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.TaskGet(ctx, teamIDs, id)
+}

@@ -89,6 +89,9 @@ func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
 	if err != nil {
 		return interpretError(err)
 	}
+	if _, err := s.ApprovalExpire(ctx); err != nil {
+		return err
+	}
 	_, err = s.pool.Exec(ctx, `
 		UPDATE tasks SET idempotency_key = NULL
 		WHERE id IN (SELECT id FROM tasks WHERE idempotency_key IS NOT NULL AND created_at < now() - make_interval(secs => $1) LIMIT 1000)`,

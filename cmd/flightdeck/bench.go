@@ -16,7 +16,6 @@ import (
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
-	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
 
@@ -119,7 +118,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	qcfg := queue.Config{Workers: *workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, OnFinish: onFinish}
-	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: saga.NewRunner(catalog)}, nil, qcfg)
+	p := queue.New(st, taskHandlers(cfg, st, catalog, nil), nil, qcfg)
 	poolCtx, stopPool := context.WithCancel(ctx)
 	var poolWG sync.WaitGroup
 	defer func() { stopPool(); poolWG.Wait() }()

@@ -18,8 +18,6 @@ import (
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
-	"flightdeck/workflow/saga"
-	"flightdeck/workflow/task"
 )
 
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
@@ -71,7 +69,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	hub.Attach(notifier)
 	var pool *queue.Pool
 	if cfg.Role != "web" {
-		pool = queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: saga.NewRunner(catalog)}, hub, queue.Config{
+		pool = queue.New(st, taskHandlers(cfg, st, catalog, env.logger), hub, queue.Config{
 			Workers: cfg.Workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, Grace: cfg.Grace,
 			IdempotencyTTL: cfg.IdempotencyTTL, Logger: env.logger,
 		})

@@ -1,5 +1,7 @@
 package pipeline
 
+import "time"
+
 // Builtin returns the pipelines every server offers.
 func Builtin() []*Pipeline {
 	one := int64(1)
@@ -21,12 +23,12 @@ func Builtin() []*Pipeline {
 			},
 			Steps: []Step{
 				{Name: "create_dns", Action: "local.dns_create", With: map[string]any{"host": "{{ .params.app }}.{{ .params.env }}"},
-					Compensate: &Compensation{Action: "local.dns_delete"}, TimeoutSeconds: 30, Retries: 3},
+					Compensate: &Compensation{Action: "local.dns_delete"}, Timeout: 30 * time.Second, Retries: 3},
 				{Name: "issue_cert", Action: "local.cert_issue", With: map[string]any{"host": "{{ .params.app }}.{{ .params.env }}.localhost"},
 					Compensate: &Compensation{Action: "local.cert_revoke"}},
 				{Name: "deploy_container", Action: "local.instance_start", With: map[string]any{"version": "{{ .params.version }}"},
 					Compensate: &Compensation{Action: "local.instance_stop"},
-					Approval:   &Approval{When: `{{ eq .params.env "production" }}`, Roles: []string{"approver", "admin"}, TimeoutSeconds: 1800}},
+					Approval:   &Approval{When: `{{ eq .params.env "production" }}`, Roles: []string{"approver", "admin"}, Timeout: 30 * time.Minute}},
 				{Name: "configure_monitoring", Action: "local.monitor_create", Compensate: &Compensation{Action: "local.monitor_delete"}},
 			},
 		},

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Param declares one parameter of a pipeline.
@@ -37,38 +38,76 @@ type Pipeline struct {
 	Dir string
 }
 
-// Step is one step (or a parallel / for_each group) of a pipeline.
+// Step is one entry of a pipeline: a single step (Action set), a parallel
+// group (Parallel set) or a dynamic split (ForEach set).
 type Step struct {
 	Name                string
 	Action              string
 	With                map[string]any
 	Compensate          *Compensation
-	TimeoutSeconds      int
-	Retries             int
+	Timeout             time.Duration // default 5m
+	Retries             int           // extra attempts on failure
 	CompensateOnFailure bool
 	Approval            *Approval
+
+	Parallel *Group
+	ForEach  *ForEach
+}
+
+// Group is a set of steps run at once.
+type Group struct {
+	Join    string        // all | any | quorum
+	Quorum  int           // with Join quorum: how many must complete
+	Timeout time.Duration // 0: none; else join with what finished
+	Steps   []Step
+}
+
+// ForEach runs one branch of Step per item of a list parameter.
+type ForEach struct {
+	Items       string // a template naming a list parameter: "{{ .params.regions }}"
+	Concurrency int    // at most this many branches at once; 0: all
+	Join        string
+	Quorum      int
+	Timeout     time.Duration
+	Step        Step
 }
 
 // Compensation undoes a completed step.
 type Compensation struct {
-	Action         string
-	With           map[string]any
-	Retries        int
-	TimeoutSeconds int
+	Action  string
+	With    map[string]any
+	Retries int           // default 3
+	Timeout time.Duration // default 5m
 }
 
 // Approval makes a step wait for a person.
 type Approval struct {
-	When           string
-	Roles          []string
-	TimeoutSeconds int
+	When    string        // a template; "" means always
+	Roles   []string      // default approver, admin
+	Timeout time.Duration // default 1h
 }
 
-// StepNames lists the steps' names in order.
+// Defaults of step settings.
+const (
+	StepTimeoutDefault         = 5 * time.Minute
+	CompensationRetriesDefault = 3
+	ApprovalTimeoutDefault     = time.Hour
+)
+
+// StepNames lists the leaf steps' names in file order (a for_each step once).
 func (p *Pipeline) StepNames() []string {
-	out := make([]string, len(p.Steps))
-	for i, s := range p.Steps {
-		out[i] = s.Name
+	var out []string
+	for _, s := range p.Steps {
+		switch {
+		case s.Parallel != nil:
+			for _, g := range s.Parallel.Steps {
+				out = append(out, g.Name)
+			}
+		case s.ForEach != nil:
+			out = append(out, s.ForEach.Step.Name)
+		default:
+			out = append(out, s.Name)
+		}
 	}
 	return out
 }

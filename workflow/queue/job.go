@@ -48,6 +48,9 @@ type Outcome struct {
 	RunAfter *time.Time
 	// Message describes the final transition in its event.
 	Message string
+	// Written: the handler already recorded the task's new state and gave
+	// up the lease itself (parking for an approval); the pool writes nothing.
+	Written bool
 }
 
 // Job is a claimed task as its handler sees it.
@@ -58,6 +61,34 @@ type Job struct {
 	mu     sync.Mutex
 	events []task.Event
 	cancel context.CancelCauseFunc
+
+	stopOnce  sync.Once
+	stop      chan struct{}
+	stopCause error
+}
+
+// interrupt cancels the job's context with cause; shutdown and a lost lease
+// also close Stopping, which work that must outlive a cancel (compensation)
+// still obeys.
+func (j *Job) interrupt(cause error) {
+	j.cancel(cause)
+	if errors.Is(cause, ErrShutdown) || errors.Is(cause, ErrLeaseLost) {
+		j.stopOnce.Do(func() { j.stopCause = cause; close(j.stop) })
+	}
+}
+
+// Stopping is closed when the worker shuts down or loses the lease: the
+// job must stop even work it does after a cancel, such as compensating.
+func (j *Job) Stopping() <-chan struct{} { return j.stop }
+
+// StopCause is why Stopping closed: ErrShutdown or ErrLeaseLost (nil while open).
+func (j *Job) StopCause() error {
+	select {
+	case <-j.stop:
+		return j.stopCause
+	default:
+		return nil
+	}
 }
 
 // Token is the lease token every write about this task must carry.
@@ -88,7 +119,7 @@ func (j *Job) Flush(ctx context.Context) error {
 	}
 	err := j.store.EventAppend(ctx, j.Task.ID, j.Token(), evs)
 	if errors.Is(err, store.ErrLeaseLost) {
-		j.cancel(ErrLeaseLost)
+		j.interrupt(ErrLeaseLost)
 		return ErrLeaseLost
 	}
 	if err != nil {

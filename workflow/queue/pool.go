@@ -136,7 +136,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	case <-time.After(p.cfg.Grace):
 		p.mu.Lock()
 		for _, j := range p.running {
-			j.cancel(ErrShutdown)
+			j.interrupt(ErrShutdown)
 		}
 		p.mu.Unlock()
 		<-done
@@ -188,7 +188,7 @@ func (p *Pool) claimer(ctx, bg context.Context) {
 
 func (p *Pool) start(bg context.Context, t *task.Task) {
 	ctx, cancel := context.WithCancelCause(bg)
-	j := &Job{Task: t, store: p.store, cancel: cancel}
+	j := &Job{Task: t, store: p.store, cancel: cancel, stop: make(chan struct{})}
 	p.mu.Lock()
 	p.running[t.ID] = j
 	p.mu.Unlock()
@@ -210,8 +210,17 @@ func (p *Pool) execute(ctx, bg context.Context, j *Job) {
 	logger := p.logger.With("task_id", t.ID, "kind", t.Kind, "attempt", t.Attempt)
 	out, panicked := p.runHandler(ctx, j, logger)
 	cause := context.Cause(ctx)
+	if stop := j.StopCause(); stop != nil {
+		cause = stop // shutdown or a lost lease outranks an earlier cancel
+	}
 	if errors.Is(cause, ErrLeaseLost) {
 		logger.Warn("Lease lost; dropping the task without writing")
+		return
+	}
+	if out.Written {
+		if p.hub != nil {
+			p.hub.Publish(t.ID)
+		}
 		return
 	}
 	f := store.Finish{ID: t.ID, Token: t.LeaseToken, State: out.State, Result: out.Result, RunAfter: out.RunAfter}
@@ -322,7 +331,7 @@ func (p *Pool) interrupt(id string, cause error) {
 	j := p.running[id]
 	p.mu.Unlock()
 	if j != nil {
-		j.cancel(cause)
+		j.interrupt(cause)
 	}
 }
 

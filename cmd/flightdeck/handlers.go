@@ -1,0 +1,21 @@
+package main
+
+import (
+	"log/slog"
+
+	"flightdeck/internal/config"
+	"flightdeck/store"
+	"flightdeck/workflow/action"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/queue"
+	"flightdeck/workflow/saga"
+	"flightdeck/workflow/task"
+)
+
+// taskHandlers wires the handler of each task kind: deploys run as sagas
+// over the registered actions.
+func taskHandlers(cfg config.Config, st *store.Store, catalog *pipeline.Catalog, logger *slog.Logger) map[task.Kind]queue.Handler {
+	actions := action.Registry{"noop": action.Noop}
+	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: actions, Logger: logger})
+	return map[task.Kind]queue.Handler{task.KindDeploy: runner}
+}

@@ -1,0 +1,60 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"flightdeck/store"
+)
+
+type decisionRequest struct {
+	Comment string `json:"comment"`
+}
+
+const maxCommentBytes = 4096
+
+func (h *Handler) apiApprovalApprove(c echo.Context) error { return h.apiApprovalDecide(c, true) }
+func (h *Handler) apiApprovalReject(c echo.Context) error  { return h.apiApprovalDecide(c, false) }
+
+func (h *Handler) apiApprovalDecide(c echo.Context, approve bool) error {
+	var req decisionRequest
+	if c.Request().ContentLength != 0 {
+		if _, err := readJSON(c, &req); err != nil {
+			return err
+		}
+	}
+	a, err := h.decideApproval(c, c.Param("id"), c.Param("approval_id"), approve, req.Comment)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a)
+}
+
+// decideApproval is shared by the API, the WebSocket and the page.
+func (h *Handler) decideApproval(c echo.Context, taskID, approvalID string, approve bool, comment string) (*store.Approval, error) {
+	if len(comment) > maxCommentBytes {
+		return nil, errInvalid("comment", "comment must be at most %d bytes", maxCommentBytes)
+	}
+	ctx := c.Request().Context()
+	u := userOf(c)
+	t, err := h.store.TaskGet(ctx, u.TeamIDs(), taskID)
+	if err != nil {
+		return nil, err
+	}
+	a, err := h.store.ApprovalDecide(ctx, store.ApprovalDecideParams{
+		TeamIDs: []string{t.TeamID}, TaskID: taskID, ApprovalID: approvalID, Approve: approve,
+		ActorID: u.ID, Actor: u.Email, ActorRole: string(u.RoleIn(t.TeamID)), Comment: comment,
+	})
+	switch {
+	case errors.Is(err, store.ErrForbidden):
+		return nil, &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: err.Error()}
+	case errors.Is(err, store.ErrConflict):
+		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "this approval is not pending (already decided, expired or superseded)"}
+	case err != nil:
+		return nil, err
+	}
+	h.hub.Publish(taskID)
+	return a, nil
+}

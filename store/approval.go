@@ -1,0 +1,286 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flightdeck/workflow/task"
+)
+
+// ErrForbidden: the caller may not do this (self-approval, wrong role).
+var ErrForbidden = errors.New("forbidden")
+
+// Approval is a request for a person's decision on a step.
+type Approval struct {
+	ID          string          `json:"id"`
+	TaskID      string          `json:"-"`
+	StepIdx     int             `json:"step_index"`
+	Step        string          `json:"step"`
+	Attempt     int             `json:"attempt"`
+	Kind        string          `json:"kind"`
+	Detail      json.RawMessage `json:"detail,omitempty"`
+	Roles       []string        `json:"roles"`
+	State       string          `json:"state"`
+	RequestedAt time.Time       `json:"requested_at"`
+	ExpiresAt   time.Time       `json:"expires_at"`
+	DecidedBy   *string         `json:"decided_by"`
+	DecidedAt   *time.Time      `json:"decided_at,omitempty"`
+	Comment     *string         `json:"comment"`
+}
+
+const approvalColumns = `id, task_id, step_idx, step_name, attempt, kind, detail, roles, state, requested_at, expires_at, decided_by, decided_at, comment`
+
+func scanApproval(row pgx.Row) (*Approval, error) {
+	var a Approval
+	var detail []byte
+	if err := row.Scan(&a.ID, &a.TaskID, &a.StepIdx, &a.Step, &a.Attempt, &a.Kind, &detail, &a.Roles, &a.State,
+		&a.RequestedAt, &a.ExpiresAt, &a.DecidedBy, &a.DecidedAt, &a.Comment); err != nil {
+		return nil, interpretError(err)
+	}
+	if len(detail) > 0 && string(detail) != "{}" {
+		a.Detail = detail
+	}
+	a.RequestedAt, a.ExpiresAt = a.RequestedAt.UTC(), a.ExpiresAt.UTC()
+	return &a, nil
+}
+
+// ApprovalLatest returns the newest approval of a task's step, or ErrNotFound.
+func (s *Store) ApprovalLatest(ctx context.Context, taskID string, stepIdx int) (*Approval, error) {
+	return scanApproval(s.pool.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approvals
+		WHERE task_id = $1 AND step_idx = $2 ORDER BY requested_at DESC, attempt DESC LIMIT 1`, taskID, stepIdx))
+}
+
+// ApprovalList returns a visible task's approvals, oldest first.
+func (s *Store) ApprovalList(ctx context.Context, teamIDs []string, taskID string) ([]Approval, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+approvalColumns+` FROM approvals
+		WHERE task_id = $1 AND team_id = ANY($2) ORDER BY requested_at, step_idx`, taskID, teamIDs)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := []Approval{}
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *a)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// ApprovalParkParams describe the approvals a task waits for.
+type ApprovalParkParams struct {
+	Steps   []ApprovalStep
+	Roles   []string
+	Timeout time.Duration
+	Kind    string // step | tool_call
+	Events  []task.Event
+}
+
+// ApprovalStep is one step that needs a decision.
+type ApprovalStep struct {
+	Idx     int
+	Name    string
+	Attempt int
+	Detail  json.RawMessage
+}
+
+// ApprovalPark requests approvals and parks the task in awaiting_approval,
+// giving up its lease in the same transaction, so it holds no worker while
+// it waits (invariant 7). Older pending approvals of those steps are
+// superseded (expired) so a stale one can never be decided.
+func (s *Store) ApprovalPark(ctx context.Context, taskID, token string, p ApprovalParkParams) ([]Approval, error) {
+	var out []Approval
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var teamID string
+		var last int
+		err := tx.QueryRow(ctx, `
+			UPDATE tasks SET state = 'awaiting_approval', lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+				last_seq = last_seq + $3
+			WHERE id = $1 AND lease_token = $2 RETURNING team_id, last_seq`, taskID, token, len(p.Events)+len(p.Steps)).Scan(&teamID, &last)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrLeaseLost
+		}
+		if err != nil {
+			return interpretError(err)
+		}
+		kind := p.Kind
+		if kind == "" {
+			kind = "step"
+		}
+		var events []task.Event
+		for _, st := range p.Steps {
+			if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'expired' WHERE task_id = $1 AND step_idx = $2 AND state = 'pending'`, taskID, st.Idx); err != nil {
+				return interpretError(err)
+			}
+			detail := st.Detail
+			if len(detail) == 0 {
+				detail = json.RawMessage(`{}`)
+			}
+			a, err := scanApproval(tx.QueryRow(ctx, `
+				INSERT INTO approvals (task_id, team_id, step_idx, step_name, attempt, kind, detail, roles, expires_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
+				ON CONFLICT (task_id, step_idx, attempt) DO UPDATE SET state = 'pending', requested_at = now(),
+					expires_at = EXCLUDED.expires_at, decided_by = NULL, decided_at = NULL, comment = NULL
+				RETURNING `+approvalColumns, taskID, teamID, st.Idx, st.Name, st.Attempt, kind, []byte(detail), p.Roles, p.Timeout.Seconds()))
+			if err != nil {
+				return err
+			}
+			out = append(out, *a)
+			data, _ := json.Marshal(map[string]any{"approval_id": a.ID, "roles": p.Roles, "expires_at": a.ExpiresAt, "detail": json.RawMessage(detail)})
+			events = append(events, task.Event{Type: task.EventApprovalRequested, Status: task.StatusApproval, Step: st.Idx,
+				StepName: st.Name, Message: fmt.Sprintf("Waiting for approval of %s", st.Name), Data: data})
+		}
+		events = append(events, p.Events...)
+		return insertEvents(ctx, tx, taskID, last-len(events)+1, events)
+	})
+	return out, err
+}
+
+// ApprovalDecideParams are a person's decision.
+type ApprovalDecideParams struct {
+	TeamIDs    []string
+	TaskID     string
+	ApprovalID string
+	Approve    bool
+	ActorID    string
+	Actor      string // email
+	ActorRole  string // the actor's role in the task's team
+	Comment    string
+}
+
+// ApprovalDecide records exactly one decision: the task row is locked, the
+// approval must be pending and unexpired and the task awaiting approval, so
+// racing deciders serialise and all but the first get ErrConflict. Nobody
+// decides on a task they created, and the role must be one the step allows
+// (ErrForbidden). Approve puts the task back to pending; reject sends it to
+// compensating with a cancel, so a worker undoes its steps and it ends
+// cancelled with the reason.
+func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Approval, error) {
+	if !validUUID(p.TaskID) || !validUUID(p.ApprovalID) {
+		return nil, ErrNotFound
+	}
+	var out *Approval
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var state, createdBy, teamID string
+		err := tx.QueryRow(ctx, `SELECT state, created_by, team_id FROM tasks WHERE id = $1 AND team_id = ANY($2) FOR UPDATE`,
+			p.TaskID, p.TeamIDs).Scan(&state, &createdBy, &teamID)
+		if err != nil {
+			return interpretError(err)
+		}
+		a, err := scanApproval(tx.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = $1 AND task_id = $2 FOR UPDATE`, p.ApprovalID, p.TaskID))
+		if err != nil {
+			return err
+		}
+		if a.Kind == "step" && createdBy == p.ActorID {
+			return fmt.Errorf("%w: nobody approves a step of a task they created", ErrForbidden)
+		}
+		if !slices.Contains(a.Roles, p.ActorRole) {
+			return fmt.Errorf("%w: this approval needs one of the roles %v", ErrForbidden, a.Roles)
+		}
+		if a.State != "pending" || state != string(task.StateAwaitingApproval) {
+			return fmt.Errorf("%w: approval is %s", ErrConflict, a.State)
+		}
+		var expired bool
+		if err := tx.QueryRow(ctx, `SELECT expires_at < now() FROM approvals WHERE id = $1`, a.ID).Scan(&expired); err != nil {
+			return interpretError(err)
+		}
+		if expired {
+			return fmt.Errorf("%w: approval expired", ErrConflict)
+		}
+		decision, taskState, msg := "approved", task.StatePending, fmt.Sprintf("%s approved %s", p.Actor, a.Step)
+		set := `state = 'pending'`
+		args := []any{}
+		if !p.Approve {
+			decision, taskState = "rejected", task.StateCompensating
+			reason := fmt.Sprintf("approval of %s rejected by %s", a.Step, p.Actor)
+			if p.Comment != "" {
+				reason += ": " + p.Comment
+			}
+			msg = reason
+			set = `state = 'compensating', cancel_requested_at = now(), error = $2`
+			args = append(args, reason)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE approvals SET state = $2, decided_by = $3, decided_at = now(), comment = NULLIF($4, '') WHERE id = $1`,
+			a.ID, decision, p.Actor, p.Comment); err != nil {
+			return interpretError(err)
+		}
+		data, _ := json.Marshal(map[string]any{"approval_id": a.ID, "decision": decision, "by": p.Actor, "comment": p.Comment})
+		stateData, _ := json.Marshal(map[string]any{"state": taskState})
+		if err := appendStateEvents(ctx, tx, p.TaskID, set, args, []task.Event{
+			{Type: task.EventApprovalDecided, Status: task.StatusApproval, Step: a.StepIdx, StepName: a.Step, Message: msg, Data: data},
+			{Type: task.EventTaskState, Status: task.StatusLog, Message: "Task " + string(taskState), Data: stateData},
+		}); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO audit_log (team_id, actor, action, target, data) VALUES ($1, $2, $3, $4, $5)`,
+			teamID, p.Actor, "approval."+decision, p.TaskID, data); err != nil {
+			return interpretError(err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', '')`); err != nil {
+			return interpretError(err)
+		}
+		a.State, a.DecidedBy = decision, &p.Actor
+		if p.Comment != "" {
+			a.Comment = &p.Comment
+		}
+		out = a
+		return nil
+	})
+	return out, err
+}
+
+// ApprovalExpire expires pending approvals past their time and sends their
+// tasks to compensating with a cancel (they end cancelled, saying why).
+func (s *Store) ApprovalExpire(ctx context.Context) (int, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, task_id, step_name FROM approvals WHERE state = 'pending' AND expires_at < now() LIMIT 100`)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	type due struct{ id, taskID, step string }
+	var dues []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.id, &d.taskID, &d.step); err != nil {
+			rows.Close()
+			return 0, interpretError(err)
+		}
+		dues = append(dues, d)
+	}
+	rows.Close()
+	n := 0
+	for _, d := range dues {
+		err := s.withTx(ctx, func(tx pgx.Tx) error {
+			var state string
+			if err := tx.QueryRow(ctx, `SELECT state FROM tasks WHERE id = $1 FOR UPDATE`, d.taskID).Scan(&state); err != nil {
+				return interpretError(err)
+			}
+			tag, err := tx.Exec(ctx, `UPDATE approvals SET state = 'expired' WHERE id = $1 AND state = 'pending' AND expires_at < now()`, d.id)
+			if err != nil || tag.RowsAffected() == 0 || state != string(task.StateAwaitingApproval) {
+				return interpretError(err)
+			}
+			reason := fmt.Sprintf("approval of %s expired", d.step)
+			data, _ := json.Marshal(map[string]any{"approval_id": d.id, "decision": "expired"})
+			if err := appendStateEvents(ctx, tx, d.taskID, `state = 'compensating', cancel_requested_at = now(), error = $2`, []any{reason}, []task.Event{
+				{Type: task.EventApprovalDecided, Status: task.StatusApproval, StepName: d.step, Message: reason, Data: data},
+			}); err != nil {
+				return err
+			}
+			n++
+			_, err = tx.Exec(ctx, `SELECT pg_notify('task_ready', '')`)
+			return interpretError(err)
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,139 @@
+package saga
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"flightdeck/store"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/queue"
+	"flightdeck/workflow/task"
+)
+
+// errCompensationFailed: a compensation still failed after its retries.
+var errCompensationFailed = errors.New("a compensation failed")
+
+// finishWithCompensation undoes the completed steps in reverse order and
+// ends the task cancelled (cancel, rejection, expiry) or failed, or in
+// needs_attention when a compensation keeps failing: never success.
+func (rn *run) finishWithCompensation(cancelled bool, reason string) queue.Outcome {
+	if rn.j.Task.State != task.StateCompensating {
+		data := map[string]any{"state": task.StateCompensating, "reason": reason}
+		if err := rn.write(store.StepWrite{TaskState: task.StateCompensating, Events: []task.Event{
+			{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Undoing completed steps: " + reason, Data: mustJSON(data)},
+		}}); err != nil {
+			return rn.interruptedOutcome(err)
+		}
+	}
+	rows := rn.compensable()
+	err := rn.compensateRows(rows)
+	switch {
+	case errors.Is(err, errInterrupted):
+		return rn.interruptedOutcome(err)
+	case errors.Is(err, errCompensationFailed):
+		return queue.Outcome{State: task.StateNeedsAttention, Error: reason + "; " + err.Error(),
+			Message: "A compensation failed after its retries: a person must retry it or resolve the task"}
+	case err != nil:
+		return queue.Outcome{State: task.StateNeedsAttention, Error: reason + "; " + err.Error()}
+	}
+	if cancelled {
+		return queue.Outcome{State: task.StateCancelled, Error: reason, Message: "Task cancelled: " + reason}
+	}
+	return queue.Outcome{State: task.StateFailed, Error: reason}
+}
+
+// compensable lists the steps to undo, last completed first: completed ones,
+// interrupted compensations, and failed or cancelled steps that asked for it.
+func (rn *run) compensable() []store.StepRow {
+	var rows []store.StepRow
+	rn.mu.Lock()
+	for _, r := range rn.steps {
+		ps := rn.plan[r.Idx]
+		switch r.State {
+		case "completed", "compensating", "compensation_failed":
+			rows = append(rows, *r)
+		case "failed", "cancelled":
+			if ps.Step.CompensateOnFailure {
+				rows = append(rows, *r)
+			}
+		}
+	}
+	rn.mu.Unlock()
+	byCompletionDesc(rows)
+	return rows
+}
+
+// compensateRows runs each step's compensation with retries. It runs even
+// after a cancel (that is its point); only a shutdown or a lost lease stops
+// it, and a resumed run skips what is already compensated.
+func (rn *run) compensateRows(rows []store.StepRow) error {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(rn.ctx))
+	defer cancel()
+	go func() {
+		select {
+		case <-rn.j.Stopping():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var failed []string
+	for _, row := range rows {
+		ps := rn.plan[row.Idx]
+		comp := ps.Step.Compensate
+		if comp == nil {
+			continue // nothing to undo
+		}
+		retries := comp.Retries
+		if retries == 0 {
+			retries = pipeline.CompensationRetriesDefault
+		}
+		ok := false
+		for try := 1; try <= retries+1; try++ {
+			if err := rn.write(store.StepWrite{Idx: row.Idx, State: "compensating", StartCompensation: true, Events: []task.Event{
+				rn.event(ps, task.EventStepCompensating, task.StatusCompensating, comp.Action,
+					fmt.Sprintf("Undoing %s with %s (try %d)", ps.Name, comp.Action, try), nil),
+			}}); err != nil {
+				return err
+			}
+			_, err := rn.execute(ctx, ps, comp.Action, comp.With, comp.Timeout, true, try, rn.row(row.Idx))
+			if rn.j.StopCause() != nil {
+				return errInterrupted
+			}
+			if err == nil {
+				if err := rn.write(store.StepWrite{Idx: row.Idx, State: "compensated", Finish: true, Events: []task.Event{
+					rn.event(ps, task.EventStepCompensated, task.StatusCompensating, comp.Action, fmt.Sprintf("Undid %s", ps.Name), nil),
+				}}); err != nil {
+					return err
+				}
+				ok = true
+				break
+			}
+			if try <= retries {
+				wait := backoff(rn.r.cfg.RetryBase, try)
+				rn.j.Emit(rn.event(ps, task.EventStepRetrying, task.StatusCompensating, comp.Action,
+					fmt.Sprintf("Undoing %s failed (%s); retrying in %s", ps.Name, err, wait.Round(time.Millisecond)), nil))
+				select {
+				case <-ctx.Done():
+					return errInterrupted
+				case <-time.After(wait):
+				}
+				continue
+			}
+			msg := err.Error()
+			if werr := rn.write(store.StepWrite{Idx: row.Idx, State: "compensation_failed", Finish: true, Error: &msg, Events: []task.Event{
+				rn.event(ps, task.EventStepFailed, task.StatusError, comp.Action, fmt.Sprintf("Undoing %s failed: %s", ps.Name, msg), nil),
+			}}); werr != nil {
+				return werr
+			}
+		}
+		if !ok {
+			failed = append(failed, ps.Name)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%w: %v", errCompensationFailed, failed)
+	}
+	return nil
+}

@@ -1,0 +1,309 @@
+// Package saga runs deploy tasks: a pipeline's steps as a saga. Every step's
+// state is persisted before and after its action, so a resumed task skips
+// completed steps and re-runs the interrupted one with the same idempotency
+// key. Steps retry with backoff; parallel groups join all, any or a quorum;
+// risky steps park the task for an approval (holding no worker); on failure
+// or cancel the completed steps are compensated in reverse order, and a
+// compensation that keeps failing escalates the task to needs_attention.
+package saga
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"flightdeck/store"
+	"flightdeck/workflow/action"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/queue"
+	"flightdeck/workflow/task"
+)
+
+// ArtifactSink keeps actions' whole output (workflow/artifact implements it).
+type ArtifactSink interface {
+	Create(ctx context.Context, taskID, teamID string, stepIdx int, name string, secrets []string) (ArtifactWriter, error)
+}
+
+// ArtifactWriter receives one artifact's bytes; Close returns its id.
+type ArtifactWriter interface {
+	io.Writer
+	Close() (string, error)
+}
+
+// Config configures a Runner. Zero values mean the defaults.
+type Config struct {
+	Catalog   *pipeline.Catalog
+	Actions   action.Registry
+	Artifacts ArtifactSink // nil: outputs are not kept
+	// RetryBase is the first retry's backoff (then 2x, 4x… with jitter),
+	// default 1s.
+	RetryBase time.Duration
+	// LogRate caps step.log events per step per second (default 50); the
+	// whole output is in the artifact anyway.
+	LogRate int
+	// FlushInterval is how often buffered events are written while a step
+	// runs (default 250ms).
+	FlushInterval time.Duration
+	// Secrets returns the values to redact from outputs (server secrets).
+	Secrets func() []string
+	Logger  *slog.Logger
+}
+
+// Runner is the queue handler for deploy tasks.
+type Runner struct {
+	cfg Config
+}
+
+// NewRunner returns a runner.
+func NewRunner(cfg Config) *Runner {
+	cfg.RetryBase = cmp.Or(cfg.RetryBase, time.Second)
+	cfg.LogRate = cmp.Or(cfg.LogRate, 50)
+	cfg.FlushInterval = cmp.Or(cfg.FlushInterval, 250*time.Millisecond)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Actions == nil {
+		cfg.Actions = action.Registry{}
+	}
+	if _, ok := cfg.Actions["noop"]; !ok {
+		cfg.Actions["noop"] = action.Noop
+	}
+	return &Runner{cfg: cfg}
+}
+
+// errInterrupted: the worker is stopping or lost the lease; leave the task
+// as it is for the next owner.
+var errInterrupted = errors.New("interrupted")
+
+// run is one execution of a task by this worker.
+type run struct {
+	r       *Runner
+	j       *queue.Job
+	ctx     context.Context // cancelled by cancel, deadline, shutdown, lost lease
+	p       *pipeline.Pipeline
+	params  map[string]any
+	stages  []pipeline.Stage
+	total   int
+	secrets []string
+
+	mu    sync.Mutex
+	steps map[int]*store.StepRow
+	plan  map[int]pipeline.PlannedStep
+}
+
+// Run implements queue.Handler.
+func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
+	t := j.Task
+	p, ok := r.cfg.Catalog.Get(t.Pipeline)
+	if !ok {
+		return queue.Outcome{State: task.StateFailed, Error: fmt.Sprintf("pipeline %q is not available on this server", t.Pipeline)}
+	}
+	params, ferr := p.Validate(t.Params)
+	if ferr != nil {
+		return queue.Outcome{State: task.StateFailed, Error: "parameters no longer valid for this pipeline: " + ferr.Error()}
+	}
+	stages, total, err := p.Plan(params)
+	if err != nil {
+		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
+	}
+	rn := &run{r: r, j: j, ctx: ctx, p: p, params: params, stages: stages, total: total,
+		steps: map[int]*store.StepRow{}, plan: map[int]pipeline.PlannedStep{}}
+	rn.secrets = secretValues(p, params)
+	if r.cfg.Secrets != nil {
+		rn.secrets = append(rn.secrets, r.cfg.Secrets()...)
+	}
+
+	stopFlush := rn.flusher()
+	defer stopFlush()
+
+	if err := rn.initSteps(); err != nil {
+		return rn.interruptedOutcome(err)
+	}
+	if t.State == task.StateCompensating {
+		return rn.finishWithCompensation(t.CancelRequested, derefOr(t.Error, "cancelled"))
+	}
+	for _, st := range stages {
+		park, err := rn.stage(st)
+		if park != nil {
+			return *park
+		}
+		if err != nil {
+			if errors.Is(err, errInterrupted) {
+				return rn.interruptedOutcome(err)
+			}
+			cancelled := errors.Is(context.Cause(ctx), queue.ErrCancelRequested)
+			return rn.finishWithCompensation(cancelled, err.Error())
+		}
+	}
+	return rn.completed()
+}
+
+// initSteps creates the step rows with their idempotency keys (once) and
+// loads them.
+func (rn *run) initSteps() error {
+	var inits []store.StepInit
+	for _, st := range rn.stages {
+		for _, ps := range st.Steps {
+			rn.plan[ps.Index] = ps
+			with, err := render(ps.Step.With, rn.data(ps))
+			if err != nil {
+				with = map[string]any{"render_error": err.Error()}
+			}
+			inits = append(inits, store.StepInit{Idx: ps.Index, Name: ps.Name, IdempotencyKey: idempotencyKey(rn.j.Task.ID, ps, with)})
+		}
+	}
+	rows, err := rn.j.Store().StepsInit(rn.ctx, rn.j.Task.ID, rn.j.Token(), inits)
+	if err != nil {
+		if errors.Is(err, store.ErrLeaseLost) {
+			return errInterrupted
+		}
+		return err
+	}
+	for i := range rows {
+		rn.steps[rows[i].Idx] = &rows[i]
+	}
+	return nil
+}
+
+func (rn *run) completed() queue.Outcome {
+	outputs := map[string]json.RawMessage{}
+	rn.mu.Lock()
+	for _, row := range rn.steps {
+		if row.State == "completed" && len(row.Output) > 0 {
+			outputs[row.Name] = row.Output
+		}
+	}
+	rn.mu.Unlock()
+	res, _ := json.Marshal(map[string]any{"steps": outputs})
+	return queue.Outcome{State: task.StateCompleted, Result: res, Message: "Task completed"}
+}
+
+// interruptedOutcome leaves the task for the next owner: on shutdown the
+// pool hands it back; on a lost lease it writes nothing.
+func (rn *run) interruptedOutcome(err error) queue.Outcome {
+	if rn.j.StopCause() == nil && !errors.Is(err, errInterrupted) {
+		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
+	}
+	return queue.Outcome{} // the pool releases it (or drops it when the lease is gone)
+}
+
+// data is what templates in `with` see.
+func (rn *run) data(ps pipeline.PlannedStep) map[string]any {
+	return map[string]any{
+		"params": rn.params,
+		"task":   map[string]any{"id": rn.j.Task.ID, "team": rn.j.Task.Team},
+		"item":   ps.Item,
+	}
+}
+
+// flusher writes buffered events every FlushInterval, so live viewers see
+// progress while a long step runs.
+func (rn *run) flusher() func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(rn.r.cfg.FlushInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-rn.j.Stopping():
+				return
+			case <-tick.C:
+				_ = rn.j.Flush(context.WithoutCancel(rn.ctx))
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// write applies a fenced step change; a lost lease becomes errInterrupted.
+func (rn *run) write(w store.StepWrite) error {
+	// Buffered events (logs) go first so seqs stay in causal order.
+	if err := rn.j.Flush(context.WithoutCancel(rn.ctx)); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+		return err
+	}
+	err := rn.j.Store().StepWrite(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), w)
+	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, queue.ErrLeaseLost) {
+		return errInterrupted
+	}
+	if err == nil && w.Idx > 0 {
+		rn.mu.Lock()
+		row := rn.steps[w.Idx]
+		row.State = w.State
+		if w.Start {
+			row.Attempt++
+		}
+		if w.StartCompensation {
+			row.CompensationAttempt++
+		}
+		if w.Finish && (w.State == "completed" || w.State == "failed" || w.State == "cancelled") {
+			now := time.Now()
+			row.FinishedAt = &now
+		}
+		if len(w.Output) > 0 {
+			row.Output = w.Output
+		}
+		rn.mu.Unlock()
+	}
+	if err == nil && w.TaskState != "" {
+		rn.j.Task.State = w.TaskState
+	}
+	return err
+}
+
+func (rn *run) event(ps pipeline.PlannedStep, typ task.EventType, status task.Status, tool, msg string, data any) task.Event {
+	var raw json.RawMessage
+	if data != nil {
+		raw, _ = json.Marshal(data)
+	}
+	return task.Event{Type: typ, Status: status, Step: ps.Index, TotalStep: rn.total, StepName: ps.Name, Tool: tool, Message: msg, Data: raw}
+}
+
+func (rn *run) row(idx int) store.StepRow {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return *rn.steps[idx]
+}
+
+func derefOr(s *string, def string) string {
+	if s == nil || *s == "" {
+		return def
+	}
+	return *s
+}
+
+// secretValues lists the values of parameters marked secret.
+func secretValues(p *pipeline.Pipeline, params map[string]any) []string {
+	var out []string
+	for _, prm := range p.Params {
+		if !prm.Secret {
+			continue
+		}
+		if s, ok := params[prm.Name].(string); ok && s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// byCompletionDesc orders steps for compensation: the last completed first.
+func byCompletionDesc(rows []store.StepRow) {
+	sort.SliceStable(rows, func(i, k int) bool {
+		a, b := rows[i].FinishedAt, rows[k].FinishedAt
+		switch {
+		case a != nil && b != nil && !a.Equal(*b):
+			return a.After(*b)
+		default:
+			return rows[i].Idx > rows[k].Idx
+		}
+	})
+}

@@ -1,0 +1,352 @@
+package saga_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"flightdeck/internal/auth"
+	"flightdeck/internal/dbtest"
+	"flightdeck/internal/testfactory"
+	"flightdeck/store"
+	"flightdeck/workflow/action"
+	"flightdeck/workflow/event"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/queue"
+	"flightdeck/workflow/saga"
+	"flightdeck/workflow/task"
+)
+
+// recorder is a fake world: actions append what they did, and can be told
+// to fail or block.
+type recorder struct {
+	mu      sync.Mutex
+	calls   []string            // "do:a", "undo:a"
+	keys    map[string][]string // step → idempotency keys seen
+	fail    map[string]int      // action call → failures left (-1: always)
+	block   map[string]chan struct{}
+	started chan string
+}
+
+func newRecorder() *recorder {
+	return &recorder{keys: map[string][]string{}, fail: map[string]int{}, block: map[string]chan struct{}{}, started: make(chan string, 100)}
+}
+
+func (r *recorder) action(verb string) action.Action {
+	return action.Func(func(ctx context.Context, in action.Input) (json.RawMessage, error) {
+		name := verb + ":" + in.Step
+		r.mu.Lock()
+		r.keys[name] = append(r.keys[name], in.IdempotencyKey)
+		block := r.block[name]
+		r.mu.Unlock()
+		r.started <- name
+		in.Log("working on " + name)
+		if block != nil {
+			select {
+			case <-block:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if n := r.fail[name]; n != 0 {
+			if n > 0 {
+				r.fail[name] = n - 1
+			}
+			return nil, fmt.Errorf("%s broke", name)
+		}
+		r.calls = append(r.calls, name)
+		return json.RawMessage(fmt.Sprintf(`{"did":%q}`, name)), nil
+	})
+}
+
+func (r *recorder) done() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+func step(name string) pipeline.Step {
+	return pipeline.Step{Name: name, Action: "test.do", Compensate: &pipeline.Compensation{Action: "test.undo", Retries: 1}}
+}
+
+type testBundle struct {
+	st       *store.Store
+	rec      *recorder
+	creator  *auth.User
+	approver *auth.User
+}
+
+func setup(t *testing.T, pipelines ...*pipeline.Pipeline) *testBundle {
+	t.Helper()
+	st := dbtest.Store(t)
+	rec := newRecorder()
+	catalog, err := pipeline.NewCatalog(pipelines...)
+	require.NoError(t, err)
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: 10 * time.Millisecond,
+		Actions: action.Registry{"test.do": rec.action("do"), "test.undo": rec.action("undo")}})
+	n := event.NewNotifier(st, nil)
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+		Workers: 4, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond, Logger: logger,
+	})
+	p.Attach(n)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = n.Run(ctx) })
+	wg.Go(func() { _ = p.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return &testBundle{st: st, rec: rec,
+		creator:  testfactory.User(t, st, "dev@acme.test", "acme", auth.RoleDeployer),
+		approver: testfactory.User(t, st, "boss@acme.test", "acme", auth.RoleApprover)}
+}
+
+func (b *testBundle) submit(t *testing.T, pipelineName string) *task.Task {
+	return testfactory.Task(t, b.st, b.creator, &testfactory.TaskOpts{Pipeline: pipelineName})
+}
+
+func (b *testBundle) wait(t *testing.T, id string, want task.State) *task.Task {
+	t.Helper()
+	var got *task.Task
+	require.Eventually(t, func() bool {
+		tk, err := b.st.TaskGet(context.Background(), b.creator.TeamIDs(), id)
+		got = tk
+		return err == nil && tk.State == want
+	}, 30*time.Second, 10*time.Millisecond, "task never reached %s", want)
+	return got
+}
+
+func (b *testBundle) steps(t *testing.T, id string) map[string]string {
+	rows, err := b.st.StepList(t.Context(), id)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, r := range rows {
+		out[r.Name] = r.State
+	}
+	return out
+}
+
+func (b *testBundle) seqsGapFree(t *testing.T, id string) []task.Event {
+	evs, err := b.st.EventList(t.Context(), b.creator.TeamIDs(), id, 0, 0)
+	require.NoError(t, err)
+	for i, e := range evs {
+		require.Equal(t, i+1, e.Seq)
+	}
+	require.True(t, evs[len(evs)-1].Type.Terminal() || true)
+	return evs
+}
+
+func threeSteps(name string) *pipeline.Pipeline {
+	return &pipeline.Pipeline{Name: name, Steps: []pipeline.Step{step("a"), step("b"), step("c")}}
+}
+
+func TestSuccessPath(t *testing.T) {
+	t.Parallel()
+	b := setup(t, threeSteps("three"))
+	tk := b.submit(t, "three")
+	got := b.wait(t, tk.ID, task.StateCompleted)
+	require.Equal(t, []string{"do:a", "do:b", "do:c"}, b.rec.done())
+	require.Equal(t, map[string]string{"a": "completed", "b": "completed", "c": "completed"}, b.steps(t, tk.ID))
+	require.Equal(t, task.Progress{Step: 3, TotalStep: 3, Percent: 100}, got.Progress)
+	require.JSONEq(t, `{"steps":{"a":{"did":"do:a"},"b":{"did":"do:b"},"c":{"did":"do:c"}}}`, string(got.Result))
+	evs := b.seqsGapFree(t, tk.ID)
+	require.Equal(t, task.EventTaskCompleted, evs[len(evs)-1].Type)
+	var types []task.EventType
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	require.Contains(t, types, task.EventStepLog)
+	require.Contains(t, types, task.EventToolExecuted)
+}
+
+func TestFailureCompensatesInReverse(t *testing.T) {
+	t.Parallel()
+	b := setup(t, threeSteps("three"))
+	b.rec.fail["do:c"] = -1
+	tk := b.submit(t, "three")
+	got := b.wait(t, tk.ID, task.StateFailed)
+	require.Equal(t, []string{"do:a", "do:b", "undo:b", "undo:a"}, b.rec.done())
+	require.Equal(t, map[string]string{"a": "compensated", "b": "compensated", "c": "failed"}, b.steps(t, tk.ID))
+	require.Contains(t, *got.Error, "do:c broke")
+	evs := b.seqsGapFree(t, tk.ID)
+	require.Equal(t, task.EventTaskFailed, evs[len(evs)-1].Type)
+}
+
+func TestRetryKeepsTheKey(t *testing.T) {
+	t.Parallel()
+	p := &pipeline.Pipeline{Name: "flaky", Steps: []pipeline.Step{{Name: "a", Action: "test.do", Retries: 2}}}
+	b := setup(t, p)
+	b.rec.fail["do:a"] = 2
+	tk := b.submit(t, "flaky")
+	b.wait(t, tk.ID, task.StateCompleted)
+	keys := b.rec.keys["do:a"]
+	require.Len(t, keys, 3)
+	require.Equal(t, keys[0], keys[1])
+	require.Equal(t, keys[0], keys[2])
+	rows, err := b.st.StepList(t.Context(), tk.ID)
+	require.NoError(t, err)
+	require.Equal(t, 3, rows[0].Attempt)
+	require.Equal(t, rows[0].IdempotencyKey, keys[0])
+}
+
+func TestCancelDuringAStepCompensates(t *testing.T) {
+	t.Parallel()
+	b := setup(t, threeSteps("three"))
+	b.rec.block["do:b"] = make(chan struct{}) // never released
+	tk := b.submit(t, "three")
+	for name := range b.rec.started {
+		if name == "do:b" {
+			break
+		}
+	}
+	_, err := b.st.TaskCancel(t.Context(), b.creator.TeamIDs(), tk.ID, "dev@acme.test")
+	require.NoError(t, err)
+	b.wait(t, tk.ID, task.StateCancelled)
+	require.Equal(t, []string{"do:a", "undo:a"}, b.rec.done())
+	require.Equal(t, map[string]string{"a": "compensated", "b": "cancelled", "c": "pending"}, b.steps(t, tk.ID))
+}
+
+func TestFailingCompensationNeedsAttention(t *testing.T) {
+	t.Parallel()
+	b := setup(t, threeSteps("three"))
+	b.rec.fail["do:c"] = -1
+	b.rec.fail["undo:a"] = 2 // two tries (1 + 1 retry) fail
+	tk := b.submit(t, "three")
+	got := b.wait(t, tk.ID, task.StateNeedsAttention)
+	require.Contains(t, *got.Error, "a compensation failed")
+	require.Equal(t, "compensation_failed", b.steps(t, tk.ID)["a"])
+
+	admin := testfactory.User(t, b.st, "root@acme.test", "acme", auth.RoleAdmin)
+	_, err := b.st.TaskResolve(t.Context(), admin.TeamIDs(), tk.ID, "retry", admin.Email, "fixed the DNS API")
+	require.NoError(t, err)
+	b.wait(t, tk.ID, task.StateFailed)
+	require.Equal(t, "compensated", b.steps(t, tk.ID)["a"])
+	require.Equal(t, []string{"do:a", "do:b", "undo:b", "undo:a"}, b.rec.done())
+}
+
+func TestApproval(t *testing.T) {
+	t.Parallel()
+	p := &pipeline.Pipeline{Name: "risky", Steps: []pipeline.Step{step("a"),
+		{Name: "b", Action: "test.do", Approval: &pipeline.Approval{Roles: []string{"approver", "admin"}, Timeout: time.Hour}}}}
+	b := setup(t, p)
+	tk := b.submit(t, "risky")
+	b.wait(t, tk.ID, task.StateAwaitingApproval)
+	aps, err := b.st.ApprovalList(t.Context(), b.creator.TeamIDs(), tk.ID)
+	require.NoError(t, err)
+	require.Len(t, aps, 1)
+	decide := func(u *auth.User, approve bool) error {
+		_, err := b.st.ApprovalDecide(t.Context(), store.ApprovalDecideParams{TeamIDs: u.TeamIDs(), TaskID: tk.ID, ApprovalID: aps[0].ID,
+			Approve: approve, ActorID: u.ID, Actor: u.Email, ActorRole: string(u.Memberships[0].Role)})
+		return err
+	}
+	require.ErrorIs(t, decide(b.creator, true), store.ErrForbidden, "four eyes")
+
+	// 100 approvers racing: exactly one decision.
+	var wg sync.WaitGroup
+	var okCount, conflicts int
+	var mu sync.Mutex
+	for range 100 {
+		wg.Go(func() {
+			err := decide(b.approver, true)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				okCount++
+			case errors.Is(err, store.ErrConflict):
+				conflicts++
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, 1, okCount)
+	require.Equal(t, 99, conflicts)
+	b.wait(t, tk.ID, task.StateCompleted)
+	require.Equal(t, []string{"do:a", "do:b"}, b.rec.done())
+	require.ErrorIs(t, decide(b.approver, false), store.ErrConflict, "already decided")
+}
+
+func TestRejectedApprovalCancelsAfterCompensation(t *testing.T) {
+	t.Parallel()
+	p := &pipeline.Pipeline{Name: "risky", Steps: []pipeline.Step{step("a"), {Name: "b", Action: "test.do", Approval: &pipeline.Approval{Roles: []string{"approver"}}}}}
+	b := setup(t, p)
+	tk := b.submit(t, "risky")
+	b.wait(t, tk.ID, task.StateAwaitingApproval)
+	aps, err := b.st.ApprovalList(t.Context(), b.creator.TeamIDs(), tk.ID)
+	require.NoError(t, err)
+	_, err = b.st.ApprovalDecide(t.Context(), store.ApprovalDecideParams{TeamIDs: b.approver.TeamIDs(), TaskID: tk.ID, ApprovalID: aps[0].ID,
+		Approve: false, ActorID: b.approver.ID, Actor: b.approver.Email, ActorRole: "approver", Comment: "not on a Friday"})
+	require.NoError(t, err)
+	got := b.wait(t, tk.ID, task.StateCancelled)
+	require.Contains(t, *got.Error, "rejected by boss@acme.test: not on a Friday")
+	require.Equal(t, []string{"do:a", "undo:a"}, b.rec.done())
+}
+
+func TestApprovalTimeoutRejects(t *testing.T) {
+	t.Parallel()
+	p := &pipeline.Pipeline{Name: "risky", Steps: []pipeline.Step{step("a"), {Name: "b", Action: "test.do", Approval: &pipeline.Approval{Roles: []string{"approver"}, Timeout: 50 * time.Millisecond}}}}
+	b := setup(t, p)
+	tk := b.submit(t, "risky")
+	got := b.wait(t, tk.ID, task.StateCancelled)
+	require.Contains(t, *got.Error, "approval of b expired")
+	require.Equal(t, []string{"do:a", "undo:a"}, b.rec.done())
+}
+
+func TestParallelJoins(t *testing.T) {
+	t.Parallel()
+	group := func(name, join string, quorum int) *pipeline.Pipeline {
+		return &pipeline.Pipeline{Name: name, Steps: []pipeline.Step{step("first"), {Name: "g", Parallel: &pipeline.Group{Join: join, Quorum: quorum,
+			Steps: []pipeline.Step{step("x"), step("y"), step("z")}}}}}
+	}
+	t.Run("All", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, group("all", "all", 0))
+		tk := b.submit(t, "all")
+		b.wait(t, tk.ID, task.StateCompleted)
+		require.ElementsMatch(t, []string{"do:first", "do:x", "do:y", "do:z"}, b.rec.done())
+	})
+	t.Run("AllFailsWhenOneFails", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, group("all", "all", 0))
+		b.rec.fail["do:y"] = -1
+		tk := b.submit(t, "all")
+		b.wait(t, tk.ID, task.StateFailed)
+		for _, c := range b.rec.done() {
+			if c[:3] == "do:" && c != "do:first" {
+				require.Contains(t, b.rec.done(), "undo:"+c[3:], "completed group steps are undone")
+			}
+		}
+		require.Equal(t, "undo:first", b.rec.done()[len(b.rec.done())-1], "the step before the group is undone last")
+	})
+	t.Run("AnyCancelsAndCompensatesLosers", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, group("any", "any", 0))
+		b.rec.block["do:y"] = make(chan struct{})
+		b.rec.block["do:z"] = make(chan struct{})
+		tk := b.submit(t, "any")
+		b.wait(t, tk.ID, task.StateCompleted)
+		st := b.steps(t, tk.ID)
+		require.Equal(t, "completed", st["x"])
+		require.Equal(t, "cancelled", st["y"])
+		require.Equal(t, "cancelled", st["z"])
+	})
+	t.Run("Quorum", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, group("quorum", "quorum", 2))
+		b.rec.fail["do:z"] = -1
+		tk := b.submit(t, "quorum")
+		b.wait(t, tk.ID, task.StateCompleted)
+		st := b.steps(t, tk.ID)
+		require.Equal(t, "completed", st["x"])
+		require.Equal(t, "completed", st["y"])
+	})
+}

@@ -1,0 +1,224 @@
+package saga
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"flightdeck/store"
+	"flightdeck/workflow/action"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/task"
+)
+
+// runStep runs a step until it completes or its retries are spent. ctx is
+// the task's context or, inside a group, the group's (cancelled when the
+// group joins). Each attempt is recorded before its action runs.
+func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
+	failures := 0
+	for {
+		row := rn.row(ps.Index)
+		attempt := row.Attempt + 1
+		if err := rn.write(store.StepWrite{Idx: ps.Index, State: "running", Start: true, Events: []task.Event{
+			rn.event(ps, task.EventStepStarted, task.StatusToolCall, ps.Step.Action,
+				fmt.Sprintf("Step %d/%d %s started (attempt %d)", ps.Index, rn.total, ps.Name, attempt), map[string]any{"attempt": attempt}),
+		}}); err != nil {
+			return err
+		}
+		out, err := rn.execute(ctx, ps, ps.Step.Action, ps.Step.With, ps.Step.Timeout, false, attempt, row)
+		if err == nil {
+			return rn.write(store.StepWrite{Idx: ps.Index, State: "completed", Finish: true, Output: out, Events: []task.Event{
+				rn.event(ps, task.EventStepCompleted, task.StatusToolResult, ps.Step.Action,
+					fmt.Sprintf("Step %d/%d %s completed", ps.Index, rn.total, ps.Name), nil),
+			}})
+		}
+		if rn.j.StopCause() != nil {
+			return errInterrupted // leave the step running: the next owner re-runs it with the same key
+		}
+		if cause := context.Cause(ctx); cause != nil {
+			// Cancelled by the user, the deadline, or the group joining.
+			reason := interruption(rn, context.Cause(rn.ctx))
+			if errors.Is(cause, errLoser) && rn.ctx.Err() == nil {
+				reason = errLoser
+			}
+			msg := err.Error()
+			if werr := rn.write(store.StepWrite{Idx: ps.Index, State: "cancelled", Finish: true, Error: &msg, Events: []task.Event{
+				rn.event(ps, task.EventStepFailed, task.StatusCancelled, ps.Step.Action, fmt.Sprintf("Step %s stopped: %s", ps.Name, reason), nil),
+			}}); werr != nil {
+				return werr
+			}
+			return reason
+		}
+		failures++
+		var perm *action.Permanent
+		if failures > ps.Step.Retries || errors.As(err, &perm) {
+			msg := err.Error()
+			if werr := rn.write(store.StepWrite{Idx: ps.Index, State: "failed", Finish: true, Error: &msg, Events: []task.Event{
+				rn.event(ps, task.EventStepFailed, task.StatusError, ps.Step.Action, fmt.Sprintf("Step %s failed: %s", ps.Name, msg), nil),
+			}}); werr != nil {
+				return werr
+			}
+			return fmt.Errorf("step %s failed: %w", ps.Name, err)
+		}
+		wait := backoff(rn.r.cfg.RetryBase, failures)
+		msg := fmt.Sprintf("Step %s failed (%s); retrying in %s (%d of %d retries)", ps.Name, err, wait.Round(time.Millisecond), failures, ps.Step.Retries)
+		if werr := rn.write(store.StepWrite{Idx: ps.Index, State: "running", Events: []task.Event{
+			rn.event(ps, task.EventStepRetrying, task.StatusLog, ps.Step.Action, msg, map[string]any{"error": err.Error(), "retry_in_ms": wait.Milliseconds()}),
+		}}); werr != nil {
+			return werr
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+}
+
+// backoff is base·2^(n-1) with ±20% jitter, so retrying workers spread out.
+func backoff(base time.Duration, n int) time.Duration {
+	d := base << min(n-1, 10)
+	jitter := 0.8 + 0.4*rand.Float64()
+	return time.Duration(float64(d) * jitter)
+}
+
+// execute runs one attempt of an action (forward or compensation): renders
+// its inputs, streams its output to step.log events and an artifact, and
+// records tool.executed.
+func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string, with map[string]any, timeout time.Duration,
+	compensating bool, attempt int, row store.StepRow) (json.RawMessage, error) {
+	act, ok := rn.r.cfg.Actions[name]
+	if !ok {
+		return nil, &action.Permanent{Err: fmt.Errorf("action %s is not available on this server", name)}
+	}
+	if compensating {
+		// A compensation sees the forward step's inputs under its own.
+		merged := map[string]any{}
+		for k, v := range ps.Step.With {
+			merged[k] = v
+		}
+		for k, v := range with {
+			merged[k] = v
+		}
+		with = merged
+	}
+	rendered, err := render(with, rn.data(ps))
+	if err != nil {
+		return nil, &action.Permanent{Err: err}
+	}
+	if timeout <= 0 {
+		timeout = pipeline.StepTimeoutDefault
+	}
+	key := row.IdempotencyKey
+	if compensating {
+		key += ":compensate"
+	}
+	logName := ps.Name + ".log"
+	if compensating {
+		logName = ps.Name + ".compensate.log"
+	}
+	var out io.Writer = io.Discard
+	var art ArtifactWriter
+	if rn.r.cfg.Artifacts != nil {
+		if art, err = rn.r.cfg.Artifacts.Create(context.WithoutCancel(ctx), rn.j.Task.ID, rn.j.Task.TeamID, ps.Index, logName, rn.secrets); err == nil {
+			out = art
+		} else {
+			rn.r.cfg.Logger.Warn("Could not create the output artifact", "task_id", rn.j.Task.ID, "error", err)
+		}
+	}
+	logger := newLineLogger(rn, ps, rn.r.cfg.LogRate)
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	res, runErr := act.Run(actx, action.Input{
+		TaskID: rn.j.Task.ID, Team: rn.j.Task.Team, Step: ps.Name, StepIndex: ps.Index, Attempt: attempt,
+		IdempotencyKey: key, Compensating: compensating, With: rendered, Params: rn.params, Dir: rn.p.Dir,
+		Timeout: timeout, Log: logger.line, Output: out, Previous: row.Output,
+	})
+	if runErr != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		runErr = fmt.Errorf("timed out after %s: %w", timeout, runErr)
+	}
+	logger.close()
+	if art != nil {
+		if id, err := art.Close(); err == nil && id != "" {
+			rn.j.Emit(rn.event(ps, task.EventArtifactCreated, task.StatusLog, name, "Output kept as "+logName, map[string]any{"artifact_id": id, "name": logName}))
+		}
+	}
+	outcome := "ok"
+	if runErr != nil {
+		outcome = "error"
+	}
+	rn.j.Emit(rn.event(ps, task.EventToolExecuted, task.StatusToolResult, name, fmt.Sprintf("%s finished: %s", name, outcome),
+		map[string]any{"tool": name, "duration_ms": time.Since(start).Milliseconds(), "outcome": outcome, "compensating": compensating}))
+	if runErr != nil {
+		return nil, runErr
+	}
+	if len(res) == 0 || !json.Valid(res) {
+		res = json.RawMessage(`{}`)
+	}
+	return res, nil
+}
+
+// lineLogger turns output lines into step.log events, at most rate per
+// second with a burst of twice that; what it drops is counted and said, and
+// the artifact keeps everything.
+type lineLogger struct {
+	rn      *run
+	ps      pipeline.PlannedStep
+	rate    float64
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	dropped int
+}
+
+func newLineLogger(rn *run, ps pipeline.PlannedStep, rate int) *lineLogger {
+	return &lineLogger{rn: rn, ps: ps, rate: float64(rate), tokens: float64(2 * rate), last: time.Now()}
+}
+
+func (l *lineLogger) line(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	l.tokens = min(2*l.rate, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	l.last = now
+	if l.tokens < 1 {
+		l.dropped++
+		return
+	}
+	l.tokens--
+	if l.dropped > 0 {
+		l.emit(fmt.Sprintf("[%d lines not shown here; the full output is in the log artifact]", l.dropped))
+		l.dropped = 0
+	}
+	l.emit(s)
+}
+
+func (l *lineLogger) emit(s string) {
+	s = strings.TrimRight(redact(s, l.rn.secrets), "\r\n")
+	l.rn.j.Emit(l.rn.event(l.ps, task.EventStepLog, task.StatusLog, "", s, nil))
+}
+
+func (l *lineLogger) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dropped > 0 {
+		l.emit(fmt.Sprintf("[%d lines not shown here; the full output is in the log artifact]", l.dropped))
+		l.dropped = 0
+	}
+}
+
+// redact hides secret values in text that leaves the worker (events).
+func redact(s string, secrets []string) string {
+	for _, sec := range secrets {
+		if len(sec) >= 4 {
+			s = strings.ReplaceAll(s, sec, "[REDACTED]")
+		}
+	}
+	return s
+}
