@@ -59,34 +59,13 @@ func scanEvents(rows pgx.Rows) ([]task.Event, error) {
 }
 
 // EventAppend appends events for a task held under lease token (a worker's
-// progress): nothing is written if the lease was lost, and ErrLeaseLost
-// tells the worker to stop.
+// progress) in one statement: nothing is written if the lease was lost, and
+// ErrLeaseLost tells the worker to stop.
 func (s *Store) EventAppend(ctx context.Context, taskID, token string, events []task.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	return s.withTx(ctx, func(tx pgx.Tx) error {
-		var last int
-		done, total := 0, 0
-		for _, e := range events {
-			if e.Type == task.EventStepCompleted {
-				done++
-			}
-			total = max(total, e.TotalStep)
-		}
-		err := tx.QueryRow(ctx, `
-			UPDATE tasks SET last_seq = last_seq + $3, progress_step = progress_step + $4,
-				progress_total = GREATEST(progress_total, $5)
-			WHERE id = $1 AND lease_token = $2 RETURNING last_seq`,
-			taskID, token, len(events), done, total).Scan(&last)
-		if err == pgx.ErrNoRows {
-			return ErrLeaseLost
-		}
-		if err != nil {
-			return interpretError(err)
-		}
-		return insertEvents(ctx, tx, taskID, last-len(events)+1, events)
-	})
+	return s.StepWrite(ctx, taskID, token, StepWrite{Events: events})
 }
 
 // ErrLeaseLost: another worker holds the task now (or it ended); the caller

@@ -3,8 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,46 +34,69 @@ type StepInit struct {
 
 // StepsInit creates a task's step rows if it has none yet, under lease
 // token, and returns the rows as stored. Keys are stored before any action
-// runs (invariant 4), so a resumed task reuses them.
+// runs (invariant 4), so a resumed task reuses them. One statement: the
+// fence, the insert and the read travel together.
 func (s *Store) StepsInit(ctx context.Context, taskID, token string, steps []StepInit) ([]StepRow, error) {
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		if err := fence(ctx, tx, taskID, token); err != nil {
-			return err
-		}
-		idx, names, keys := make([]int32, len(steps)), make([]string, len(steps)), make([]string, len(steps))
-		for i, st := range steps {
-			idx[i], names[i], keys[i] = int32(st.Idx), st.Name, st.IdempotencyKey
-		}
-		_, err := tx.Exec(ctx, `
+	idx, names, keys := make([]int32, len(steps)), make([]string, len(steps)), make([]string, len(steps))
+	for i, st := range steps {
+		idx[i], names[i], keys[i] = int32(st.Idx), st.Name, st.IdempotencyKey
+	}
+	rows, err := s.pool.Query(ctx, `
+		WITH t AS (
+			SELECT id FROM tasks WHERE id = $1 AND lease_token = $2 FOR UPDATE
+		), ins AS (
 			INSERT INTO task_steps (task_id, idx, name, idempotency_key)
-			SELECT $1, i, n, k FROM unnest($2::int[], $3::text[], $4::text[]) AS s(i, n, k)
-			ON CONFLICT (task_id, idx) DO NOTHING`, taskID, idx, names, keys)
-		return interpretError(err)
-	})
+			SELECT t.id, i, n, k FROM t, unnest($3::int[], $4::text[], $5::text[]) AS s(i, n, k)
+			ON CONFLICT (task_id, idx) DO NOTHING
+			RETURNING `+stepColumns+`
+		)
+		SELECT `+stepColumns+` FROM task_steps WHERE task_id = (SELECT id FROM t)
+		UNION ALL SELECT * FROM ins
+		UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE NOT EXISTS (SELECT 1 FROM t)`,
+		taskID, token, idx, names, keys)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out, err := scanSteps(rows)
 	if err != nil {
 		return nil, err
 	}
-	return s.StepList(ctx, taskID)
+	if len(out) == 1 && out[0].Idx == 0 {
+		return nil, ErrLeaseLost
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].Idx < out[k].Idx })
+	return out, nil
 }
+
+const stepColumns = `idx, name, state, attempt, idempotency_key, output, error, started_at, finished_at, compensation_attempt`
 
 // StepList returns a task's steps in order (no team check: callers either
 // hold the task's lease or checked access already).
 func (s *Store) StepList(ctx context.Context, taskID string) ([]StepRow, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT idx, name, state, attempt, idempotency_key, output, error, started_at, finished_at, compensation_attempt
-		FROM task_steps WHERE task_id = $1 ORDER BY idx`, taskID)
+	rows, err := s.pool.Query(ctx, `SELECT `+stepColumns+` FROM task_steps WHERE task_id = $1 ORDER BY idx`, taskID)
 	if err != nil {
 		return nil, interpretError(err)
 	}
+	return scanSteps(rows)
+}
+
+func scanSteps(rows pgx.Rows) ([]StepRow, error) {
 	defer rows.Close()
 	var out []StepRow
 	for rows.Next() {
 		var r StepRow
+		var idx, attempt, compAttempt *int
+		var name, state, key *string
 		var output []byte
-		if err := rows.Scan(&r.Idx, &r.Name, &r.State, &r.Attempt, &r.IdempotencyKey, &output, &r.Error,
-			&r.StartedAt, &r.FinishedAt, &r.CompensationAttempt); err != nil {
+		if err := rows.Scan(&idx, &name, &state, &attempt, &key, &output, &r.Error,
+			&r.StartedAt, &r.FinishedAt, &compAttempt); err != nil {
 			return nil, interpretError(err)
 		}
+		if idx == nil { // the "lease lost" marker row
+			out = append(out, StepRow{})
+			continue
+		}
+		r.Idx, r.Name, r.State, r.Attempt, r.IdempotencyKey, r.CompensationAttempt = *idx, *name, *state, *attempt, *key, *compAttempt
 		if len(output) > 0 {
 			r.Output = output
 		}
@@ -100,67 +122,60 @@ type StepWrite struct {
 }
 
 // StepWrite applies w under the task's lease token, with its events, in one
-// transaction: a stale owner changes nothing and gets ErrLeaseLost.
+// statement (so one round trip and one commit): a stale owner changes
+// nothing and gets ErrLeaseLost.
 func (s *Store) StepWrite(ctx context.Context, taskID, token string, w StepWrite) error {
-	return s.withTx(ctx, func(tx pgx.Tx) error {
-		done := 0
-		for _, e := range w.Events {
-			if e.Type == task.EventStepCompleted {
-				done++
-			}
+	var c eventColumns
+	done, total := 0, 0
+	for _, e := range w.Events {
+		c.add(taskID, e)
+		if e.Type == task.EventStepCompleted {
+			done++
 		}
-		total := 0
-		for _, e := range w.Events {
-			total = max(total, e.TotalStep)
-		}
-		var last int
-		err := tx.QueryRow(ctx, `
+		total = max(total, e.TotalStep)
+	}
+	compensationEnd := w.State == "compensated" || w.State == "compensation_failed"
+	var fenced, notified int
+	err := s.pool.QueryRow(ctx, `
+		WITH t AS (
 			UPDATE tasks SET
 				state = COALESCE(NULLIF($3, ''), state),
 				last_seq = last_seq + $4,
 				progress_step = progress_step + $5,
 				progress_total = GREATEST(progress_total, $6)
 			WHERE id = $1 AND lease_token = $2
-			RETURNING last_seq`, taskID, token, string(w.TaskState), len(w.Events), done, total).Scan(&last)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrLeaseLost
-		}
-		if err != nil {
-			return interpretError(err)
-		}
-		if w.Idx > 0 {
-			tag, err := tx.Exec(ctx, `
-				UPDATE task_steps SET
-					state = $3,
-					attempt = attempt + CASE WHEN $4 THEN 1 ELSE 0 END,
-					started_at = CASE WHEN $4 THEN now() ELSE started_at END,
-					compensation_attempt = compensation_attempt + CASE WHEN $5 THEN 1 ELSE 0 END,
-					finished_at = CASE WHEN $6 AND NOT $7 THEN now() ELSE finished_at END,
-					compensated_at = CASE WHEN $6 AND $7 THEN now() ELSE compensated_at END,
-					output = COALESCE($8, output),
-					error = CASE WHEN $4 THEN NULL ELSE COALESCE($9, error) END
-				WHERE task_id = $1 AND idx = $2`,
-				taskID, w.Idx, w.State, w.Start, w.StartCompensation, w.Finish,
-				w.State == "compensated" || w.State == "compensation_failed", nullJSON(w.Output), w.Error)
-			if err != nil {
-				return interpretError(err)
-			}
-			if tag.RowsAffected() == 0 {
-				return fmt.Errorf("%w: no step %d", ErrNotFound, w.Idx)
-			}
-		}
-		return insertEvents(ctx, tx, taskID, last-len(w.Events)+1, w.Events)
-	})
-}
-
-// fence locks the task row if token still holds it.
-func fence(ctx context.Context, tx pgx.Tx, taskID, token string) error {
-	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM tasks WHERE id = $1 AND lease_token = $2 FOR UPDATE`, taskID, token).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
+			RETURNING id, last_seq
+		), st AS (
+			UPDATE task_steps SET
+				state = $8,
+				attempt = attempt + CASE WHEN $9 THEN 1 ELSE 0 END,
+				started_at = CASE WHEN $9 THEN now() ELSE started_at END,
+				compensation_attempt = compensation_attempt + CASE WHEN $10 THEN 1 ELSE 0 END,
+				finished_at = CASE WHEN $11 AND NOT $12 THEN now() ELSE finished_at END,
+				compensated_at = CASE WHEN $11 AND $12 THEN now() ELSE compensated_at END,
+				output = COALESCE($13, output),
+				error = CASE WHEN $9 THEN NULL ELSE COALESCE($14, error) END
+			FROM t WHERE task_steps.task_id = t.id AND task_steps.idx = $7
+			RETURNING 1
+		), ev AS (
+			INSERT INTO task_events (task_id, seq, type, status, step, total_step, step_name, tool, message, data)
+			SELECT t.id, t.last_seq - $4 + e.ord, e.type, e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data
+			FROM t, unnest($15::text[], $16::text[], $17::int[], $18::int[], $19::text[], $20::text[], $21::text[], $22::jsonb[])
+				WITH ORDINALITY AS e(type, status, step, total_step, step_name, tool, message, data, ord)
+		), n AS (
+			SELECT pg_notify('task_events', t.id::text || ':' || t.last_seq) FROM t WHERE $4 > 0
+		)
+		SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM n)`,
+		taskID, token, string(w.TaskState), len(w.Events), done, total,
+		w.Idx, w.State, w.Start, w.StartCompensation, w.Finish, compensationEnd, nullJSON(w.Output), w.Error,
+		c.types, c.statuses, c.steps, c.totals, c.names, c.tools, c.messages, c.data).Scan(&fenced, &notified)
+	if err != nil {
+		return interpretError(err)
+	}
+	if fenced == 0 {
 		return ErrLeaseLost
 	}
-	return interpretError(err)
+	return nil
 }
 
 // TaskSteps loads the steps of a visible task for the API (team-scoped).

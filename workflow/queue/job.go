@@ -131,6 +131,17 @@ func (j *Job) Flush(ctx context.Context) error {
 	return err
 }
 
+// Drain takes the buffered events, for a handler that writes them itself
+// with its next state change (one statement instead of two).
+func (j *Job) Drain() []task.Event { return j.takeEvents() }
+
+// Requeue puts events back at the front of the buffer (their write failed).
+func (j *Job) Requeue(evs []task.Event) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.events = append(evs, j.events...)
+}
+
 func (j *Job) takeEvents() []task.Event {
 	j.mu.Lock()
 	defer j.mu.Unlock()

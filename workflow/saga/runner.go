@@ -227,11 +227,14 @@ func (rn *run) flusher() func() {
 
 // write applies a fenced step change; a lost lease becomes errInterrupted.
 func (rn *run) write(w store.StepWrite) error {
-	// Buffered events (logs) go first so seqs stay in causal order.
-	if err := rn.j.Flush(context.WithoutCancel(rn.ctx)); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
-		return err
-	}
+	// Buffered events (logs, tool.executed) go first, in the same
+	// statement, so seqs stay in causal order.
+	buffered := rn.j.Drain()
+	w.Events = append(buffered, w.Events...)
 	err := rn.j.Store().StepWrite(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), w)
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		rn.j.Requeue(buffered)
+	}
 	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, queue.ErrLeaseLost) {
 		return errInterrupted
 	}
