@@ -4,6 +4,7 @@
 package handlers
 
 import (
+	"cmp"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,7 @@ type Handler struct {
 	metrics   *httpMetrics
 	reg       *prometheus.Registry
 	apiRate   *ratelimit.Limiter
+	wsRate    *ratelimit.Limiter
 	pipelines *pipeline.Catalog
 	hub       *event.Hub
 }
@@ -62,6 +64,7 @@ func newHandler(d Deps) *Handler {
 		logger:    logger,
 		metrics:   newHTTPMetrics(reg),
 		reg:       reg,
-		apiRate:   ratelimit.New(d.Config.APIRate),
+		apiRate:   ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
+		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
 	}
 }

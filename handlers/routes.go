@@ -54,5 +54,8 @@ func New(d Deps) *echo.Echo {
 	api.POST("/tasks/:id/approvals/:approval_id/reject", h.apiApprovalReject)
 	api.GET("/pipelines", h.apiPipelineList)
 
+	// Sockets: no body-wrapping middleware around the hijacked connection.
+	e.GET("/api/v1/ws", h.wsAPI, h.authenticate, h.requireAPIUser)
+
 	return e
 }

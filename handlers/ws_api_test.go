@@ -1,0 +1,206 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+)
+
+type wsClient struct {
+	t *testing.T
+	c *websocket.Conn
+}
+
+func (b *testBundle) dialWS(t *testing.T, token string, header http.Header) (*wsClient, *http.Response, error) {
+	t.Helper()
+	if header == nil {
+		header = http.Header{}
+	}
+	if token != "" {
+		header.Set("Authorization", "Bearer "+token)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.srv.URL, "http")+"/api/v1/ws", &websocket.DialOptions{HTTPHeader: header})
+	if err != nil {
+		return nil, res, err
+	}
+	c.SetReadLimit(1 << 20)
+	t.Cleanup(func() { _ = c.CloseNow() })
+	return &wsClient{t: t, c: c}, res, nil
+}
+
+func (w *wsClient) send(v string) {
+	w.t.Helper()
+	require.NoError(w.t, w.c.Write(w.t.Context(), websocket.MessageText, []byte(v)))
+}
+
+func (w *wsClient) next() map[string]any {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(w.t.Context(), 15*time.Second)
+	defer cancel()
+	_, b, err := w.c.Read(ctx)
+	require.NoError(w.t, err)
+	var m map[string]any
+	require.NoError(w.t, json.Unmarshal(b, &m))
+	return m
+}
+
+func TestWebSocketProtocol(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
+	id := r.body["id"].(string)
+	for _, p := range []string{"high", "low"} {
+		require.Equal(t, http.StatusOK, b.api(t, "PATCH", "/api/v1/tasks/"+id, b.aliceToken, fmt.Sprintf(`{"priority":%q}`, p), nil).status)
+	}
+	ws, _, err := b.dialWS(t, b.aliceToken, nil)
+	require.NoError(t, err)
+
+	t.Run("PingPong", func(t *testing.T) {
+		ws.send(`{"type":"ping"}`)
+		require.Equal(t, "pong", ws.next()["type"])
+	})
+	t.Run("MalformedAndUnknownKeepTheSocket", func(t *testing.T) {
+		ws.send(`{"type":`)
+		m := ws.next()
+		require.Equal(t, "error", m["type"])
+		require.Equal(t, "invalid", m["code"])
+		ws.send(`{"type":"dance","id":"d1"}`)
+		m = ws.next()
+		require.Equal(t, "error", m["type"])
+		require.Equal(t, "d1", m["id"])
+		require.Equal(t, "invalid", m["code"])
+		ws.send(`{"type":"cancel","task_id":5,"id":"w1"}`)
+		m = ws.next()
+		require.Equal(t, "w1", m["id"])
+		require.Equal(t, "invalid", m["code"])
+		require.NoError(t, ws.c.Write(t.Context(), websocket.MessageBinary, []byte{1, 2, 3}))
+		require.Equal(t, "invalid", ws.next()["code"])
+		ws.send(`{"type":"ping","id":"still-open"}`)
+		require.Equal(t, "pong", ws.next()["type"])
+	})
+	t.Run("ReplayThenLiveWithoutGap", func(t *testing.T) {
+		ws.send(fmt.Sprintf(`{"type":"subscribe","task_id":%q,"after_seq":1,"id":"s1"}`, id))
+		m := ws.next()
+		require.Equal(t, "ack", m["type"])
+		require.Equal(t, "s1", m["id"])
+		var seqs []float64
+		for range 2 {
+			m := ws.next()
+			require.Equal(t, "event", m["type"])
+			seqs = append(seqs, m["event"].(map[string]any)["seq"].(float64))
+		}
+		require.Equal(t, []float64{2, 3}, seqs)
+		ws.send(fmt.Sprintf(`{"type":"cancel","task_id":%q,"id":"c1"}`, id))
+		var got []string
+		for len(got) < 3 {
+			m := ws.next()
+			switch m["type"] {
+			case "ack":
+				got = append(got, "ack:"+m["id"].(string))
+			case "event":
+				e := m["event"].(map[string]any)
+				got = append(got, fmt.Sprintf("%v:%v", e["seq"], e["type"]))
+			}
+		}
+		require.ElementsMatch(t, []string{"ack:c1", "4:task.state", "5:task.cancelled"}, got)
+		ws.send(fmt.Sprintf(`{"type":"cancel","task_id":%q,"id":"c2"}`, id))
+		m = ws.next()
+		require.Equal(t, "error", m["type"])
+		require.Equal(t, "conflict", m["code"])
+	})
+	t.Run("OtherTeamIsNotFound", func(t *testing.T) {
+		bob, _, err := b.dialWS(t, b.bobToken, nil)
+		require.NoError(t, err)
+		bob.send(fmt.Sprintf(`{"type":"subscribe","task_id":%q,"id":"x"}`, id))
+		m := bob.next()
+		require.Equal(t, "error", m["type"])
+		require.Equal(t, "not_found", m["code"])
+		bob.send(fmt.Sprintf(`{"type":"cancel","task_id":%q,"id":"y"}`, id))
+		require.Equal(t, "not_found", bob.next()["code"])
+	})
+	t.Run("TeamFeed", func(t *testing.T) {
+		ws.send(`{"type":"subscribe","topic":"team","id":"t1"}`)
+		require.Equal(t, "ack", ws.next()["type"])
+		r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
+		b.api(t, "POST", "/api/v1/tasks", b.bobToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
+		for {
+			m := ws.next()
+			if m["type"] == "task" {
+				require.Equal(t, r.body["id"], m["task"].(map[string]any)["id"], "only the own team's tasks")
+				break
+			}
+		}
+	})
+}
+
+func TestWebSocketAuthAndOrigin(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, res, err := b.dialWS(t, "", nil)
+	require.Error(t, err)
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	_, res, err = b.dialWS(t, b.aliceToken, http.Header{"Origin": {"https://evil.test"}})
+	require.Error(t, err)
+	require.Equal(t, http.StatusForbidden, res.StatusCode, "a foreign origin is refused, token or not")
+	_, _, err = b.dialWS(t, b.aliceToken, http.Header{"Origin": {b.srv.URL}})
+	require.NoError(t, err, "same origin is fine")
+}
+
+func TestWebSocketLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	t.Run("OversizedMessageCloses1009", func(t *testing.T) {
+		ws, _, err := b.dialWS(t, b.aliceToken, nil)
+		require.NoError(t, err)
+		_ = ws.c.Write(t.Context(), websocket.MessageText, []byte(`{"type":"ping","text":"`+strings.Repeat("x", 100<<10)+`"}`))
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		_, _, err = ws.c.Read(ctx)
+		require.Equal(t, websocket.StatusMessageTooBig, websocket.CloseStatus(err))
+	})
+	t.Run("SlowReaderClosed1008", func(t *testing.T) {
+		r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
+		id := r.body["id"].(string)
+		// A long history: 20k events of 1 KiB.
+		_, err := b.pool.Exec(t.Context(), `
+			WITH n AS (UPDATE tasks SET last_seq = 20001 WHERE id = $1)
+			INSERT INTO task_events (task_id, seq, type, status, message)
+			SELECT $1, g, 'step.log', 'log', repeat('x', 1024) FROM generate_series(2, 20001) g`, id)
+		require.NoError(t, err)
+		ws, _, err := b.dialWS(t, b.aliceToken, nil)
+		require.NoError(t, err)
+		ws.send(fmt.Sprintf(`{"type":"subscribe","task_id":%q}`, id))
+		// Do not read for a while; then find the close.
+		<-time.After(wsStall)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		// The server gave up on us: the stream ends before the history
+		// does, with 1008 when the close frame still fit in the socket
+		// buffers, or with the connection cut when it did not.
+		read := 0
+		for {
+			_, _, err := ws.c.Read(ctx)
+			if err != nil {
+				status := websocket.CloseStatus(err)
+				require.True(t, status == websocket.StatusPolicyViolation || status == -1, err)
+				require.NoError(t, ctx.Err(), "closed, not timed out")
+				break
+			}
+			read++
+		}
+		require.Less(t, read, 20000, "a slow reader does not get the whole stream")
+	})
+}
+
+// wsStall is how long the slow reader stalls: longer than the server's
+// 5 s write timeout (a deliberate wait: the behaviour under test is time).
+const wsStall = 7 * time.Second

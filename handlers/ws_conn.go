@@ -1,0 +1,138 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/labstack/echo/v4"
+)
+
+// Socket limits. A client that cannot take wsSendBuffer messages, or one
+// message within wsWriteTimeout, is disconnected rather than waited on.
+const (
+	wsReadLimit    = 64 << 10
+	wsSendBuffer   = 256
+	wsWriteTimeout = 5 * time.Second
+	wsPingEvery    = 30 * time.Second
+)
+
+// wsConn is one accepted socket: a single reader (the caller's loop) and a
+// single writer goroutine draining a bounded queue.
+type wsConn struct {
+	c      *websocket.Conn
+	out    chan []byte
+	ctx    context.Context
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+// originAllowed: browsers always send Origin on a WebSocket upgrade; it must
+// be this server or one listed in FLIGHTDECK_ALLOWED_ORIGINS. Clients
+// without Origin (CLI, scripts) authenticate with a bearer token.
+func (h *Handler) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	return slices.ContainsFunc(h.cfg.AllowedOrigins, func(a string) bool {
+		return strings.EqualFold(strings.TrimRight(a, "/"), strings.TrimRight(origin, "/"))
+	})
+}
+
+// acceptWS checks the origin and upgrades; the returned conn's writer runs
+// until the conn closes.
+func (h *Handler) acceptWS(c echo.Context) (*wsConn, error) {
+	if !h.originAllowed(c.Request()) {
+		return nil, &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: "cross-origin WebSocket refused"}
+	}
+	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{InsecureSkipVerify: true /* checked above */})
+	if err != nil {
+		return nil, nil // Accept already answered the client
+	}
+	ws.SetReadLimit(wsReadLimit)
+	ctx, cancel := context.WithCancel(c.Request().Context())
+	conn := &wsConn{c: ws, out: make(chan []byte, wsSendBuffer), ctx: ctx, cancel: cancel}
+	go conn.writer()
+	return conn, nil
+}
+
+func (w *wsConn) writer() {
+	ping := time.NewTicker(wsPingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case msg := <-w.out:
+			ctx, cancel := context.WithTimeout(w.ctx, wsWriteTimeout)
+			err := w.c.Write(ctx, websocket.MessageText, msg)
+			cancel()
+			if err != nil {
+				w.close(websocket.StatusPolicyViolation, "write timeout: client too slow")
+				return
+			}
+		case <-ping.C:
+			// Dead peers do not answer pings; cut them loose.
+			ctx, cancel := context.WithTimeout(w.ctx, wsWriteTimeout)
+			err := w.c.Ping(ctx)
+			cancel()
+			if err != nil {
+				w.close(websocket.StatusPolicyViolation, "ping timeout")
+				return
+			}
+		}
+	}
+}
+
+// send queues a message; a full queue means the client does not keep up:
+// it is closed (1008) and reconnects with after_seq.
+func (w *wsConn) send(msg []byte) bool {
+	select {
+	case <-w.ctx.Done():
+		return false
+	default:
+	}
+	select {
+	case w.out <- msg:
+		return true
+	default:
+		w.close(websocket.StatusPolicyViolation, "client too slow: send buffer full")
+		return false
+	}
+}
+
+func (w *wsConn) close(code websocket.StatusCode, reason string) {
+	w.once.Do(func() {
+		w.cancel()
+		go func() { _ = w.c.Close(code, reason) }()
+	})
+}
+
+// read returns the next text message. Binary frames are reported as
+// errBinaryFrame and reading goes on.
+func (w *wsConn) read() ([]byte, error) {
+	typ, b, err := w.c.Read(w.ctx)
+	if err != nil {
+		return nil, err
+	}
+	if typ != websocket.MessageText {
+		return nil, errBinaryFrame
+	}
+	return b, nil
+}
+
+var errBinaryFrame = errors.New("binary frames are not supported; send JSON text")
