@@ -21,6 +21,8 @@ Usage:
   flightdeck user add --email E --team T --role R [--password P]
   flightdeck token create --email E [--name N]
   flightdeck token revoke --email E [--name N]
+  flightdeck submit --pipeline P [--param k=v]... [--priority p] [--watch]   (FLIGHTDECK_URL, FLIGHTDECK_TOKEN)
+  flightdeck watch TASK_ID
   flightdeck bench queue [--tasks N] [--workers W] [--rate R] [--database-url U]
   flightdeck db url [--fresh NAME]   start the embedded PostgreSQL if needed and print its URL (or a new database's)
   flightdeck db stop     stop the embedded PostgreSQL
@@ -62,6 +64,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runUser(ctx, env, args[1:])
 	case "token":
 		return runToken(ctx, env, args[1:])
+	case "submit":
+		return runSubmit(ctx, env, args[1:])
+	case "watch":
+		return runWatch(ctx, env, args[1:])
 	case "bench":
 		return runBench(ctx, env, args[1:])
 	case "db":
