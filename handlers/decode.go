@@ -157,3 +157,19 @@ func canonicalHash(body []byte) []byte {
 	h := sha256.Sum256(canon)
 	return h[:]
 }
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func toString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []string:
+		return strings.Join(x, ",")
+	}
+	b, _ := json.Marshal(v)
+	return strings.Trim(string(b), `"`)
+}

@@ -37,6 +37,10 @@ func New(d Deps) *echo.Echo {
 
 	app := pages.Group("", h.requirePageUser)
 	app.GET("/tasks", h.taskList)
+	app.GET("/tasks/new", h.taskNew)
+	app.POST("/tasks", h.taskCreate)
+	app.GET("/tasks/:id", h.taskShow)
+	app.POST("/tasks/:id/resolve", h.taskResolve)
 	app.GET("/dashboard", h.dashboardShow)
 	app.GET("/pipelines", h.pipelineList)
 
@@ -56,6 +60,7 @@ func New(d Deps) *echo.Echo {
 
 	// Sockets: no body-wrapping middleware around the hijacked connection.
 	e.GET("/api/v1/ws", h.wsAPI, h.authenticate, h.requireAPIUser)
+	e.GET("/tasks/:id/ws", h.wsTaskHTML, h.authenticate, h.requireAPIUser)
 
 	return e
 }

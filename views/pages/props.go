@@ -60,3 +60,18 @@ type DashboardProps struct {
 	OldestPending                             time.Duration
 	Workers                                   []WorkerRow
 }
+
+// FormField is one generated input of the submit form.
+type FormField struct {
+	Name, Type, Value, Error, Pattern string
+	Options                           []string
+	Required, Secret                  bool
+	Min, Max                          *int64
+}
+
+// TaskNewProps are the inputs of TaskNew.
+type TaskNewProps struct {
+	Pipeline, Description, Priority, CSRFToken, Error string
+	Pipelines                                         []string
+	Fields                                            []FormField
+}

@@ -1,0 +1,88 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"flightdeck/store"
+	"flightdeck/views/pages"
+	"flightdeck/workflow/task"
+)
+
+// taskCreate submits the form: values are typed by the schema, validated by
+// the same code as the API, and errors come back inline next to each field.
+func (h *Handler) taskCreate(c echo.Context) error {
+	u := userOf(c)
+	p, ok := h.pipelines.Get(c.FormValue("pipeline"))
+	if !ok {
+		return errInvalid("pipeline", "unknown pipeline")
+	}
+	values := map[string]string{"priority": c.FormValue("priority")}
+	params := map[string]any{}
+	fieldErrs := map[string]string{}
+	for _, prm := range p.Params {
+		v := strings.TrimSpace(c.FormValue(prm.Name))
+		values[prm.Name] = v
+		if prm.Type == "bool" {
+			params[prm.Name] = v == "true" || v == "on"
+			continue
+		}
+		if v == "" {
+			continue // defaults and required-ness are the validator's
+		}
+		switch prm.Type {
+		case "int":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				fieldErrs[prm.Name] = "must be a whole number"
+				continue
+			}
+			params[prm.Name] = n
+		case "list":
+			var items []any
+			for _, it := range strings.Split(v, ",") {
+				if it = strings.TrimSpace(it); it != "" {
+					items = append(items, it)
+				}
+			}
+			params[prm.Name] = items
+		default:
+			params[prm.Name] = v
+		}
+	}
+	rerender := func(status int, flash string) error {
+		return h.render(c, status, "Submit "+p.Name, "tasks", pages.TaskNew(h.taskNewProps(c, p, values, fieldErrs, flash)))
+	}
+	if len(fieldErrs) > 0 {
+		return rerender(http.StatusUnprocessableEntity, "Some values need fixing.")
+	}
+	team, err := deployTeam(u, c.FormValue("team"))
+	if err != nil {
+		return rerender(toAPIError(err).Status, toAPIError(err).Message)
+	}
+	prio, err := task.ParsePriority(values["priority"])
+	if err != nil {
+		return rerender(http.StatusUnprocessableEntity, err.Error())
+	}
+	validated, ferr := p.Validate(mustJSON(params))
+	if ferr != nil {
+		fieldErrs[strings.TrimPrefix(ferr.Field, "params.")] = ferr.Message
+		return rerender(http.StatusUnprocessableEntity, "Some values need fixing.")
+	}
+	t, _, err := h.store.TaskInsert(c.Request().Context(), store.TaskInsertParams{
+		TeamID: team.TeamID, CreatedByID: u.ID, Kind: task.KindDeploy, Pipeline: p.Name, Params: mustJSON(validated),
+		Priority: prio, MaxAttempts: 5, MaxPending: h.cfg.MaxPending,
+	})
+	if errors.Is(err, store.ErrQueueFull) {
+		return rerender(http.StatusTooManyRequests, "Your team's queue is full; try again in a moment.")
+	}
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/tasks/%s", t.ID))
+}

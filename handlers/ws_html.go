@@ -1,0 +1,129 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/labstack/echo/v4"
+
+	"flightdeck/views/pages"
+)
+
+// htmxMessage is what the htmx ws extension sends for a ws-send form: its
+// fields plus HEADERS.
+type htmxMessage struct {
+	Type       string          `json:"type"`
+	ApprovalID string          `json:"approval_id"`
+	Comment    string          `json:"comment"`
+	Priority   string          `json:"priority"`
+	Headers    json.RawMessage `json:"HEADERS"`
+}
+
+// wsTaskHTML is the task page's htmx socket: it pushes the page's sections
+// (swapped by id) whenever the task's events move, and takes the page's
+// buttons. Each push re-renders from the database, so a reconnect simply
+// catches up.
+func (h *Handler) wsTaskHTML(c echo.Context) error {
+	id := c.Param("id")
+	u := userOf(c)
+	if _, err := h.store.TaskGet(c.Request().Context(), u.TeamIDs(), id); err != nil {
+		return err
+	}
+	conn, err := h.acceptWS(c)
+	if err != nil || conn == nil {
+		return err
+	}
+	defer conn.close(websocket.StatusNormalClosure, "")
+	flash := make(chan pages.TaskShowProps, 4)
+	go func() {
+		for {
+			raw, err := conn.read()
+			if errors.Is(err, errBinaryFrame) {
+				continue
+			}
+			if err != nil {
+				conn.close(websocket.StatusNormalClosure, "")
+				return
+			}
+			var m htmxMessage
+			var p pages.TaskShowProps
+			if json.Unmarshal(raw, &m) != nil {
+				p.Flash, p.FlashError = "That message could not be read.", true
+			} else if ok, _ := h.wsRate.Allow(u.ID); !ok {
+				p.Flash, p.FlashError = "Too many actions; slow down.", true
+			} else if err := h.htmlAction(c, id, m); err != nil {
+				p.Flash, p.FlashError = toAPIError(err).Message, true
+			} else {
+				p.Flash = map[string]string{"cancel": "Cancel requested.", "approve": "Approved.", "reject": "Rejected.", "set_priority": "Priority changed."}[m.Type]
+			}
+			select {
+			case flash <- p:
+			default:
+			}
+		}
+	}()
+
+	sub := h.hub.Subscribe(id)
+	defer sub.Close()
+	poll := time.NewTicker(5 * time.Second)
+	defer poll.Stop()
+	lastSeq := -1
+	token := csrfToken(c)
+	for {
+		p, err := h.loadTaskShow(conn.ctx, u, id)
+		p.CSRFToken = token
+		if err == nil && p.EventsSeq() != lastSeq {
+			lastSeq = p.EventsSeq()
+			if !h.pushTask(conn, p) {
+				return nil
+			}
+		}
+		select {
+		case <-conn.ctx.Done():
+			return nil
+		case f := <-flash:
+			if !h.pushFlash(conn, f) {
+				return nil
+			}
+		case <-sub.C:
+		case <-poll.C:
+		}
+	}
+}
+
+func (h *Handler) htmlAction(c echo.Context, id string, m htmxMessage) error {
+	var err error
+	switch m.Type {
+	case "cancel":
+		_, err = h.cancelTask(c, id)
+	case "approve", "reject":
+		_, err = h.decideApproval(c, id, m.ApprovalID, m.Type == "approve", m.Comment)
+	case "set_priority":
+		_, err = h.setPriority(c, id, m.Priority)
+	default:
+		err = errInvalid("type", "unknown action")
+	}
+	return err
+}
+
+// pushTask sends the page's live sections in one frame.
+func (h *Handler) pushTask(conn *wsConn, p pages.TaskShowProps) bool {
+	var buf bytes.Buffer
+	ctx := context.Background()
+	_ = pages.TaskHeader(p).Render(ctx, &buf)
+	_ = pages.TaskApprovals(p).Render(ctx, &buf)
+	_ = pages.TaskSteps(p).Render(ctx, &buf)
+	_ = pages.TaskLog(p).Render(ctx, &buf)
+	_ = pages.TaskEvents(p).Render(ctx, &buf)
+	return conn.send(buf.Bytes())
+}
+
+func (h *Handler) pushFlash(conn *wsConn, p pages.TaskShowProps) bool {
+	var buf bytes.Buffer
+	_ = pages.Flash(p).Render(context.Background(), &buf)
+	return conn.send(buf.Bytes())
+}
