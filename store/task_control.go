@@ -50,7 +50,7 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 					{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: msg, Data: data},
 				})
 		case st == task.StateRunning:
-			if err := appendStateEvents(ctx, tx, id, `cancel_requested_at = COALESCE(cancel_requested_at, now())`, nil,
+			if err := appendStateEvents(ctx, tx, id, `cancel_requested_at = COALESCE(cancel_requested_at, now()), error = COALESCE(error, $2)`, []any{"cancelled by " + actor},
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCancelled, Message: "Cancel requested by " + actor, Data: data}}); err != nil {
 				return err
 			}
@@ -59,7 +59,11 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 		case st == task.StateCompensating || st == task.StateNeedsAttention:
 			return ErrConflict // already undoing its steps
 		default: // parked or re-queued after running steps: undo them
-			if err := appendStateEvents(ctx, tx, id, `state = 'compensating', cancel_requested_at = now()`, nil,
+			// A pending approval can no longer be decided.
+			if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'expired' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
+				return interpretError(err)
+			}
+			if err := appendStateEvents(ctx, tx, id, `state = 'compensating', cancel_requested_at = now(), error = COALESCE(error, $2)`, []any{"cancelled by " + actor},
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Cancelled by " + actor + "; undoing completed steps", Data: data}}); err != nil {
 				return err
 			}

@@ -169,7 +169,8 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 		), upd AS (
 			UPDATE tasks t SET
 				state = i.state,
-				error = COALESCE(i.error, t.error),
+				-- a cancel keeps the reason recorded when it was asked for
+				error = CASE WHEN i.state = 'cancelled' THEN COALESCE(t.error, i.error) ELSE COALESCE(i.error, t.error) END,
 				result = COALESCE(i.result, t.result),
 				run_after = i.run_after,
 				attempt = t.attempt + CASE WHEN i.bump THEN 1 ELSE 0 END,

@@ -13,6 +13,15 @@ func Builtin() []*Pipeline {
 			Steps:       []Step{{Name: "noop", Action: "noop"}},
 		},
 		{
+			Name:        "approval-demo",
+			Description: "Two harmless steps; the second waits for an approver (try cancel and reject too)",
+			Steps: []Step{
+				{Name: "prepare", Action: "noop", Compensate: &Compensation{Action: "noop"}},
+				{Name: "release", Action: "noop", Compensate: &Compensation{Action: "noop"},
+					Approval: &Approval{Roles: []string{"approver", "admin"}, Timeout: time.Hour}},
+			},
+		},
+		{
 			Name:        "web-service",
 			Description: "Deploy a web service with DNS, TLS, an instance and monitoring",
 			Params: []Param{

@@ -52,7 +52,7 @@ func TestCatalog(t *testing.T) {
 	c := catalog(t)
 	_, ok := c.Get("noop")
 	require.True(t, ok)
-	require.Equal(t, []string{"noop", "web-service"}, []string{c.All()[0].Name, c.All()[1].Name})
+	require.Equal(t, "approval-demo,noop,web-service", c.All()[0].Name+","+c.All()[1].Name+","+c.All()[2].Name)
 	_, err := NewCatalog(&Pipeline{Name: "bad", Params: []Param{{Name: "x", Type: "float"}}})
 	require.Error(t, err)
 }

@@ -1,0 +1,68 @@
+import { test, expect, Browser, Page } from '@playwright/test';
+
+const password = process.env.FLIGHTDECK_DEV_PASSWORD ?? 'e2e-demo-password';
+
+async function signIn(browser: Browser, email: string): Promise<Page> {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto('/login');
+  await page.getByTestId('login-email').fill(email);
+  await page.getByTestId('login-password').fill(password);
+  await page.getByTestId('login-submit').click();
+  await expect(page).toHaveURL(/\/tasks$/);
+  return page;
+}
+
+async function submitApprovalDemo(page: Page): Promise<string> {
+  await page.goto('/tasks/new?pipeline=approval-demo');
+  await page.getByTestId('submit-task').click();
+  await expect(page).toHaveURL(/\/tasks\/[0-9a-f-]{36}$/);
+  return page.url();
+}
+
+test('an approver approves live; the requester cannot; the page updates without reload', async ({ browser }) => {
+  const dev = await signIn(browser, 'dev@demo.local');
+  const url = await submitApprovalDemo(dev);
+  const state = dev.locator('#task-state [data-testid="state-badge"]');
+  await expect(state).toHaveAttribute('data-state', 'awaiting_approval');
+  await expect(dev.getByTestId('approval-why-not')).toContainText('four eyes');
+  await expect(dev.getByTestId('approve')).toHaveCount(0);
+  await dev.screenshot({ path: 'test-results/task-awaiting-approval.png', fullPage: true });
+
+  const approver = await signIn(browser, 'approver@demo.local');
+  await approver.goto(url);
+  await approver.getByTestId('approval-comment').fill('ship it');
+  await approver.getByTestId('approve').click();
+  await expect(approver.getByTestId('flash')).toContainText('Approved.');
+
+  // The requester's page follows over its socket.
+  await expect(state).toHaveAttribute('data-state', 'completed');
+  await expect(dev.getByTestId('approval-decision')).toContainText('approved by approver@demo.local');
+  await expect(dev.locator('[data-testid="step-row"][data-step="release"]')).toHaveAttribute('data-state', 'completed');
+  await expect(dev.getByTestId('progress-text')).toContainText('2 of 2 steps');
+  await dev.screenshot({ path: 'test-results/task-completed.png', fullPage: true });
+});
+
+test('cancel while waiting undoes the completed step', async ({ browser }) => {
+  const dev = await signIn(browser, 'dev@demo.local');
+  await submitApprovalDemo(dev);
+  const state = dev.locator('#task-state [data-testid="state-badge"]');
+  await expect(state).toHaveAttribute('data-state', 'awaiting_approval');
+  await dev.getByTestId('cancel-open').click();
+  await dev.getByTestId('cancel-confirm').click();
+  await expect(state).toHaveAttribute('data-state', 'cancelled');
+  await expect(dev.locator('[data-testid="compensation-row"][data-step="prepare"]')).toHaveAttribute('data-state', 'compensated');
+  await expect(dev.getByTestId('task-error')).toContainText('cancelled by dev@demo.local');
+  await expect(dev.getByTestId('approval')).toHaveAttribute('data-state', 'expired');
+  await dev.screenshot({ path: 'test-results/task-cancelled.png', fullPage: true });
+});
+
+test('the submit form shows inline errors', async ({ browser }) => {
+  const dev = await signIn(browser, 'dev@demo.local');
+  await dev.goto('/tasks/new?pipeline=web-service');
+  await dev.getByTestId('field-app').fill('Not Valid!');
+  await dev.getByTestId('field-version').fill('1.0.0');
+  await dev.getByTestId('submit-task').click();
+  await expect(dev.getByTestId('error-app')).toContainText('must match');
+  await dev.screenshot({ path: 'test-results/submit-form-error.png', fullPage: true });
+});
