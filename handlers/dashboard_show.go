@@ -1,24 +1,33 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"flightdeck/internal/auth"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/task"
 )
 
 func (h *Handler) dashboardShow(c echo.Context) error {
-	ctx := c.Request().Context()
-	counts, err := h.store.TaskQueueCounts(ctx, userOf(c).TeamIDs())
+	p, err := h.loadDashboard(c.Request().Context(), userOf(c))
 	if err != nil {
 		return err
 	}
+	return h.render(c, http.StatusOK, "Dashboard", "dashboard", pages.Dashboard(p))
+}
+
+func (h *Handler) loadDashboard(ctx context.Context, u *auth.User) (pages.DashboardProps, error) {
+	counts, err := h.store.TaskQueueCounts(ctx, u.TeamIDs())
+	if err != nil {
+		return pages.DashboardProps{}, err
+	}
 	workers, err := h.store.WorkerList(ctx)
 	if err != nil {
-		return err
+		return pages.DashboardProps{}, err
 	}
 	p := pages.DashboardProps{PendingByPriority: map[string]int{}}
 	now := time.Now()
@@ -41,5 +50,5 @@ func (h *Handler) dashboardShow(c echo.Context) error {
 	for _, w := range workers {
 		p.Workers = append(p.Workers, pages.WorkerRow{ID: w.ID, Host: w.Host, Slots: w.Slots, Busy: w.Busy, HeartbeatAge: now.Sub(w.HeartbeatAt)})
 	}
-	return h.render(c, http.StatusOK, "Dashboard", "dashboard", pages.Dashboard(p))
+	return p, nil
 }

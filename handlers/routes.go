@@ -61,6 +61,7 @@ func New(d Deps) *echo.Echo {
 	// Sockets: no body-wrapping middleware around the hijacked connection.
 	e.GET("/api/v1/ws", h.wsAPI, h.authenticate, h.requireAPIUser)
 	e.GET("/tasks/:id/ws", h.wsTaskHTML, h.authenticate, h.requireAPIUser)
+	e.GET("/dashboard/ws", h.wsDashboard, h.authenticate, h.requireAPIUser)
 
 	return e
 }

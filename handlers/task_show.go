@@ -98,8 +98,14 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string) (pa
 	if err != nil {
 		return p, err
 	}
+	// Later reads may see newer events than the task row: show the state as
+	// of the row's seq, and let the next push bring the rest.
+	p.Seq = t.LastSeq
 	logStep := 0
 	for _, e := range events {
+		if e.Seq > t.LastSeq {
+			break
+		}
 		p.Events = append(p.Events, pages.EventView{Seq: e.Seq, Time: e.Time, Type: string(e.Type), Status: string(e.Status), StepName: e.StepName, Message: e.Message})
 		if e.Type == task.EventStepLog {
 			if e.Step != logStep {

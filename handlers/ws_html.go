@@ -76,8 +76,8 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 	for {
 		p, err := h.loadTaskShow(conn.ctx, u, id)
 		p.CSRFToken = token
-		if err == nil && p.EventsSeq() != lastSeq {
-			lastSeq = p.EventsSeq()
+		if err == nil && p.Seq != lastSeq {
+			lastSeq = p.Seq
 			if !h.pushTask(conn, p) {
 				return nil
 			}

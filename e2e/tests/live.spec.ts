@@ -66,3 +66,14 @@ test('the submit form shows inline errors', async ({ browser }) => {
   await expect(dev.getByTestId('error-app')).toContainText('must match');
   await dev.screenshot({ path: 'test-results/submit-form-error.png', fullPage: true });
 });
+
+test('the dashboard updates without reload', async ({ browser }) => {
+  const admin = await signIn(browser, 'admin@demo.local');
+  await admin.goto('/dashboard');
+  const waiting = admin.locator('[data-testid="stat-waiting"] .stat-value');
+  const before = Number(await waiting.textContent());
+  const dev = await signIn(browser, 'dev@demo.local');
+  await submitApprovalDemo(dev);
+  await expect(waiting).toHaveText(String(before + 1));
+  await admin.screenshot({ path: 'test-results/dashboard.png', fullPage: true });
+});

@@ -54,6 +54,9 @@ type TaskShowProps struct {
 	Flash         string
 	FlashError    bool
 	CSRFToken     string
+	// Seq is the task row's last event seq when it was read: everything
+	// shown is as of that seq, and the socket re-renders when it moves.
+	Seq int
 }
 
 // Terminal reports whether the task ended.
@@ -68,13 +71,4 @@ func stampPtr(t *time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
-}
-
-// EventsSeq is the newest event's seq shown (0 when none): the socket
-// re-renders only when it moves.
-func (p TaskShowProps) EventsSeq() int {
-	if len(p.Events) == 0 {
-		return 0
-	}
-	return p.Events[0].Seq
 }
