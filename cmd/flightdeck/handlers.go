@@ -15,7 +15,11 @@ import (
 // taskHandlers wires the handler of each task kind: deploys run as sagas
 // over the registered actions.
 func taskHandlers(cfg config.Config, st *store.Store, catalog *pipeline.Catalog, logger *slog.Logger) map[task.Kind]queue.Handler {
-	actions := action.Registry{"noop": action.Noop}
+	actions := action.Registry{
+		"noop": action.Noop,
+		"exec": action.Exec{},
+		"http": action.HTTP{Breakers: action.NewBreakers(action.BreakerConfig{})},
+	}
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: actions, Logger: logger})
 	return map[task.Kind]queue.Handler{task.KindDeploy: runner}
 }
