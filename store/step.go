@@ -43,7 +43,9 @@ func (s *Store) StepsInit(ctx context.Context, taskID, token string, steps []Ste
 	}
 	rows, err := s.pool.Query(ctx, `
 		WITH t AS (
-			SELECT id FROM tasks WHERE id = $1 AND lease_token = $2 FOR UPDATE
+			-- No row lock: keys are derived from task, step and inputs, so
+			-- a racing new owner would insert the very same rows.
+			SELECT id FROM tasks WHERE id = $1 AND lease_token = $2
 		), ins AS (
 			INSERT INTO task_steps (task_id, idx, name, idempotency_key)
 			SELECT t.id, i, n, k FROM t, unnest($3::int[], $4::text[], $5::text[]) AS s(i, n, k)

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +97,17 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	catalog, err := pipeline.NewCatalog(pipeline.Builtin()...)
 	if err != nil {
 		return err
+	}
+
+	if path := env.getenv("FLIGHTDECK_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 
 	// Phase 1: burn-down.
