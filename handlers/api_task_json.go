@@ -12,10 +12,10 @@ import (
 // taskJSON is the contract's task body. Lists are never null.
 type taskJSON struct {
 	*task.Task
-	Steps     []task.Step       `json:"steps"`
-	Approvals []store.Approval  `json:"approvals"`
-	Questions []json.RawMessage `json:"questions"`
-	Artifacts []json.RawMessage `json:"artifacts"`
+	Steps     []task.Step          `json:"steps"`
+	Approvals []store.Approval     `json:"approvals"`
+	Questions []json.RawMessage    `json:"questions"`
+	Artifacts []store.ArtifactMeta `json:"artifacts"`
 }
 
 func toTaskJSON(t *task.Task) taskJSON {
@@ -23,7 +23,7 @@ func toTaskJSON(t *task.Task) taskJSON {
 	if steps == nil {
 		steps = []task.Step{}
 	}
-	return taskJSON{Task: t, Steps: steps, Approvals: []store.Approval{}, Questions: []json.RawMessage{}, Artifacts: []json.RawMessage{}}
+	return taskJSON{Task: t, Steps: steps, Approvals: []store.Approval{}, Questions: []json.RawMessage{}, Artifacts: []store.ArtifactMeta{}}
 }
 
 // loadTaskJSON is the full task body: the task with its steps and approvals.
@@ -38,6 +38,19 @@ func (h *Handler) loadTaskJSON(ctx context.Context, teamIDs []string, id string)
 	}
 	if out.Approvals, err = h.store.ApprovalList(ctx, teamIDs, id); err != nil {
 		return taskJSON{}, err
+	}
+	if out.Artifacts, err = h.store.ArtifactList(ctx, teamIDs, id); err != nil {
+		return taskJSON{}, err
+	}
+	for i := range out.Artifacts {
+		out.Artifacts[i].Excerpt = "" // in /meta; keeps the task body small
+	}
+	for i, st := range out.Steps {
+		for _, a := range out.Artifacts {
+			if a.StepIdx == st.Index {
+				out.Steps[i].Artifacts = append(out.Steps[i].Artifacts, a.ID)
+			}
+		}
 	}
 	return out, nil
 }

@@ -57,6 +57,8 @@ func New(d Deps) *echo.Echo {
 	api.POST("/tasks/:id/approvals/:approval_id/approve", h.apiApprovalApprove)
 	api.POST("/tasks/:id/approvals/:approval_id/reject", h.apiApprovalReject)
 	api.GET("/pipelines", h.apiPipelineList)
+	api.GET("/artifacts/:id", h.apiArtifactGet)
+	api.GET("/artifacts/:id/meta", h.apiArtifactMeta)
 
 	// Sockets: no body-wrapping middleware around the hijacked connection.
 	e.GET("/api/v1/ws", h.wsAPI, h.authenticate, h.requireAPIUser)

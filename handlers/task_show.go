@@ -94,6 +94,14 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string) (pa
 		p.Approvals = append(p.Approvals, v)
 	}
 
+	arts, err := h.store.ArtifactList(ctx, u.TeamIDs(), t.ID)
+	if err != nil {
+		return p, err
+	}
+	for _, a := range arts {
+		p.Artifacts = append(p.Artifacts, pages.ArtifactView{ID: a.ID, Name: a.Name, Summary: a.Summary, Excerpt: a.Excerpt, Bytes: a.Bytes})
+	}
+
 	events, err := h.store.EventsAfter(ctx, t.ID, max(0, t.LastSeq-eventsShown), eventsShown)
 	if err != nil {
 		return p, err

@@ -118,6 +118,7 @@ func (h *Handler) pushTask(conn *wsConn, p pages.TaskShowProps) bool {
 	_ = pages.TaskApprovals(p).Render(ctx, &buf)
 	_ = pages.TaskSteps(p).Render(ctx, &buf)
 	_ = pages.TaskLog(p).Render(ctx, &buf)
+	_ = pages.TaskArtifacts(p).Render(ctx, &buf)
 	_ = pages.TaskEvents(p).Render(ctx, &buf)
 	return conn.send(buf.Bytes())
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 
 	"flightdeck/internal/config"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
+	"flightdeck/workflow/artifact"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/saga"
@@ -20,6 +22,14 @@ func taskHandlers(cfg config.Config, st *store.Store, catalog *pipeline.Catalog,
 		"exec": action.Exec{},
 		"http": action.HTTP{Breakers: action.NewBreakers(action.BreakerConfig{})},
 	}
-	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: actions, Logger: logger})
+	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: actions, Logger: logger,
+		Artifacts: artifactSink{artifact.New(st, cfg.ArtifactMaxBytes)}, Secrets: cfg.SecretValues})
 	return map[task.Kind]queue.Handler{task.KindDeploy: runner}
+}
+
+// artifactSink adapts artifact.Store to the saga runner's ArtifactSink.
+type artifactSink struct{ s *artifact.Store }
+
+func (k artifactSink) Create(ctx context.Context, taskID, teamID string, stepIdx int, name string, secrets []string) (saga.ArtifactWriter, error) {
+	return k.s.Create(ctx, taskID, teamID, stepIdx, name, secrets)
 }

@@ -52,6 +52,12 @@ type Config struct {
 	OpenAIBaseURL  string        // OPENAI_BASE_URL
 	OpenAIAPIKey   string        // OPENAI_API_KEY (sent as "dummy" when unset)
 	OpenAIModel    string        // OPENAI_MODEL
+	// ArtifactMaxBytes caps one artifact (FLIGHTDECK_ARTIFACT_MAX_BYTES, default 64 MiB).
+	ArtifactMaxBytes int64
+	// SecretEnv names server environment variables whose values are secrets
+	// (FLIGHTDECK_SECRET_ENV, comma-separated); SecretValues reads them.
+	SecretEnv    []string
+	secretValues []string
 }
 
 // Load reads the configuration from getenv and validates it.
@@ -116,6 +122,13 @@ func Load(getenv func(string) string) (Config, error) {
 		OpenAIBaseURL:  getenv("OPENAI_BASE_URL"),
 		OpenAIAPIKey:   getenv("OPENAI_API_KEY"),
 		OpenAIModel:    getenv("OPENAI_MODEL"),
+		SecretEnv:      splitList(getenv("FLIGHTDECK_SECRET_ENV")),
+	}
+	c.ArtifactMaxBytes = int64(num("FLIGHTDECK_ARTIFACT_MAX_BYTES", 64<<20))
+	for _, name := range c.SecretEnv {
+		if v := getenv(name); v != "" {
+			c.secretValues = append(c.secretValues, v)
+		}
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("invalid configuration: %s", strings.Join(errs, "; "))
@@ -168,6 +181,10 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// SecretValues are the values of the FLIGHTDECK_SECRET_ENV variables, to
+// redact wherever output leaves the worker.
+func (c Config) SecretValues() []string { return c.secretValues }
 
 // AgentsEnabled: agent tasks need an OpenAI-compatible server.
 func (c Config) AgentsEnabled() bool { return c.OpenAIBaseURL != "" || c.OpenAIAPIKey != "" }

@@ -40,6 +40,12 @@ type EventView struct {
 	Type, Status, StepName, Message string
 }
 
+// ArtifactView is one kept output.
+type ArtifactView struct {
+	ID, Name, Summary, Excerpt string
+	Bytes                      int64
+}
+
 // TaskShowProps are the inputs of TaskShow and its live fragments.
 type TaskShowProps struct {
 	Task          TaskView
@@ -47,6 +53,7 @@ type TaskShowProps struct {
 	Compensations []StepView // the undo lane, in the order undone
 	Approvals     []ApprovalView
 	Events        []EventView
+	Artifacts     []ArtifactView
 	LogTail       []string
 	LogStep       string
 	CanCancel     bool
