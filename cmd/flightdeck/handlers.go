@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"flightdeck/internal/config"
@@ -32,4 +33,19 @@ type artifactSink struct{ s *artifact.Store }
 
 func (k artifactSink) Create(ctx context.Context, taskID, teamID string, stepIdx int, name string, secrets []string) (saga.ArtifactWriter, error) {
 	return k.s.Create(ctx, taskID, teamID, stepIdx, name, secrets)
+}
+
+// loadCatalog is the built-in pipelines plus FLIGHTDECK_PIPELINES' files
+// (a file replaces the built-in of the same name). A file that does not
+// load stops the server with its path and line.
+func loadCatalog(cfg config.Config) (*pipeline.Catalog, error) {
+	all := pipeline.Builtin()
+	if cfg.PipelinesDir != "" {
+		loaded, err := pipeline.LoadDir(cfg.PipelinesDir)
+		if err != nil {
+			return nil, fmt.Errorf("FLIGHTDECK_PIPELINES: %w", err)
+		}
+		all = append(all, loaded...)
+	}
+	return pipeline.NewCatalog(all...)
 }

@@ -16,7 +16,6 @@ import (
 	"flightdeck/internal/config"
 	"flightdeck/store"
 	"flightdeck/workflow/event"
-	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 )
 
@@ -55,7 +54,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 
-	catalog, err := pipeline.NewCatalog(pipeline.Builtin()...)
+	catalog, err := loadCatalog(cfg)
 	if err != nil {
 		return err
 	}
