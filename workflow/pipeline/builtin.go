@@ -2,11 +2,12 @@ package pipeline
 
 import "time"
 
-// Builtin returns the pipelines every server offers.
+// Builtin returns the pipelines every server offers: these and the
+// examples (examples/*.yaml).
 func Builtin() []*Pipeline {
 	one := int64(1)
 	five := int64(5)
-	return []*Pipeline{
+	return append([]*Pipeline{
 		{
 			Name:        "noop",
 			Description: "One step that does nothing (benchmarks and smoke tests)",
@@ -41,5 +42,5 @@ func Builtin() []*Pipeline {
 				{Name: "configure_monitoring", Action: "local.monitor_create", Compensate: &Compensation{Action: "local.monitor_delete"}},
 			},
 		},
-	}
+	}, examples()...)
 }

@@ -1,207 +1,237 @@
 package pipeline
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
+	"text/template/parse"
 	"time"
 
 	"gopkg.in/yaml.v3"
 )
 
-// LoadDir loads every *.yaml and *.yml file directly in dir, one pipeline a
-// file. Any file that does not load fails the whole load, naming path and
-// line: a server must not start with half its pipelines.
+// LoadError is a pipeline file that does not load, with the place to fix.
+type LoadError struct {
+	Path   string
+	Line   int // 1-based
+	Reason string
+}
+
+func (e *LoadError) Error() string { return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Reason) }
+
+// LoadDir loads every *.yaml and *.yml file directly in dir (subfolders and
+// dotfiles such as editor lock files are skipped), one pipeline a file. Any
+// file that does not load fails the whole load: a server must not start with
+// half its pipelines. Two files with the same name are an error too; a file
+// replacing a built-in is the caller's choice (NewCatalog keeps the last).
 func LoadDir(dir string) ([]*Pipeline, error) {
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir) // sorted by name: stable order and errors
 	if err != nil {
 		return nil, fmt.Errorf("error reading pipelines folder: %w", err)
 	}
-	var names []string
-	for _, e := range entries {
-		ext := filepath.Ext(e.Name())
-		if !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
 	var out []*Pipeline
 	seen := map[string]string{}
-	for _, n := range names {
-		p, err := LoadFile(filepath.Join(dir, n))
+	for _, e := range entries {
+		name := e.Name()
+		ext := filepath.Ext(name)
+		if strings.HasPrefix(name, ".") || (ext != ".yaml" && ext != ".yml") || e.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if e.Type()&fs.ModeSymlink != 0 {
+			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+				continue
+			} // a dangling link is reported by loadFile
+		}
+		p, nameLine, err := loadFile(path)
 		if err != nil {
 			return nil, err
 		}
 		if prev, dup := seen[p.Name]; dup {
-			return nil, fmt.Errorf("%s: pipeline %q is also defined in %s", filepath.Join(dir, n), p.Name, prev)
+			return nil, &LoadError{Path: path, Line: nameLine, Reason: fmt.Sprintf("pipeline %q is also defined in %s", p.Name, prev)}
 		}
-		seen[p.Name] = filepath.Join(dir, n)
+		seen[p.Name] = path
 		out = append(out, p)
 	}
 	return out, nil
 }
 
-// LoadFile loads one pipeline file.
+// LoadFile loads one pipeline file and sets its Dir to the file's folder
+// (absolute), where its exec steps run.
 func LoadFile(path string) (*Pipeline, error) {
+	p, _, err := loadFile(path)
+	return p, err
+}
+
+func loadFile(path string) (*Pipeline, int, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("error resolving pipeline file: %w", err)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, fmt.Errorf("error reading pipeline file: %w", err)
 	}
-	abs, _ := filepath.Abs(path)
-	p, err := Parse(path, data)
+	l := newLoader(path)
+	p, err := l.parse(data)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	p.Dir = filepath.Dir(abs)
-	return p, nil
+	return p, l.nameLine, nil
 }
 
-// The file format (contract section 6).
-type fileStep struct {
-	Name                string         `yaml:"name"`
-	Action              string         `yaml:"action"`
-	With                map[string]any `yaml:"with"`
-	Compensate          *fileComp      `yaml:"compensate"`
-	Timeout             string         `yaml:"timeout"`
-	Retries             *int           `yaml:"retries"`
-	CompensateOnFailure bool           `yaml:"compensate_on_failure"`
-	Approval            *fileApproval  `yaml:"approval"`
-	Parallel            *fileGroup     `yaml:"parallel"`
-	ForEach             string         `yaml:"for_each"`
-	Concurrency         int            `yaml:"concurrency"`
-	Join                string         `yaml:"join"`
-	Step                *fileStep      `yaml:"step"`
-}
-
-type fileComp struct {
-	Action  string         `yaml:"action"`
-	With    map[string]any `yaml:"with"`
-	Retries *int           `yaml:"retries"`
-	Timeout string         `yaml:"timeout"`
-}
-
-type fileApproval struct {
-	When    string   `yaml:"when"`
-	Roles   []string `yaml:"roles"`
-	Timeout string   `yaml:"timeout"`
-}
-
-type fileGroup struct {
-	Join    string      `yaml:"join"`
-	Timeout string      `yaml:"timeout"`
-	Steps   []yaml.Node `yaml:"steps"`
-}
-
-type fileParam struct {
-	Name     string   `yaml:"name"`
-	Type     string   `yaml:"type"`
-	Pattern  string   `yaml:"pattern"`
-	Values   []string `yaml:"values"`
-	Min      *int64   `yaml:"min"`
-	Max      *int64   `yaml:"max"`
-	Default  any      `yaml:"default"`
-	Required bool     `yaml:"required"`
-	Secret   bool     `yaml:"secret"`
+// Parse reads one pipeline document; path only names it in errors, and Dir
+// stays "" (the server's working directory, as for built-ins). Errors are
+// *LoadError.
+func Parse(path string, data []byte) (*Pipeline, error) {
+	return newLoader(path).parse(data)
 }
 
 var pipelineName = regexp.MustCompile(`^[a-z0-9-]+$`)
 
-// loadErr names the file and line of a problem.
-type loadErr struct {
-	path string
+// nodeBudget bounds the YAML nodes one file may expand to: aliases can make
+// a small file huge (a "billion laughs").
+const nodeBudget = 100_000
+
+// maxRetries bounds retries of steps and compensations.
+const maxRetries = 20
+
+// maxListItems is the most items a list parameter takes (see check), so
+// the largest quorum a for_each can ask for.
+const maxListItems = 100
+
+var approvalRoles = []string{"viewer", "deployer", "approver", "admin"}
+
+// loader parses one file. The schema is walked by hand over yaml.Node rather
+// than decoded into structs, so that every problem names the line of the
+// field at fault and unknown or repeated fields are refused.
+type loader struct {
+	path     string
+	budget   int
+	nameLine int
+	params   map[string]*Param
+	paramAt  map[string]int // parameter name → line
+	stepAt   map[string]int // step name → line
+	inEach   bool           // parsing the step of a for_each: .item is set
+	reading  map[*yaml.Node]bool
 }
 
-func (l loadErr) at(n *yaml.Node, format string, args ...any) error {
-	line := 0
-	if n != nil {
+func newLoader(path string) *loader {
+	return &loader{path: path, budget: nodeBudget, params: map[string]*Param{}, paramAt: map[string]int{}, stepAt: map[string]int{},
+		reading: map[*yaml.Node]bool{}}
+}
+
+func (l *loader) errf(n *yaml.Node, format string, args ...any) error {
+	line := 1
+	if n != nil && n.Line > 0 {
 		line = n.Line
 	}
-	return fmt.Errorf("%s:%d: %s", l.path, line, fmt.Sprintf(format, args...))
+	return &LoadError{Path: l.path, Line: line, Reason: fmt.Sprintf(format, args...)}
 }
 
-// strictDecode decodes n into v and refuses keys v does not declare, naming
-// the line of the offending key.
-func (l loadErr) strictDecode(n *yaml.Node, v any) error {
-	if n.Kind != yaml.MappingNode {
-		return l.at(n, "expected a mapping")
+// yamlLine splits yaml.v3's syntax errors, which carry their line only in
+// the text ("yaml: line 3: …"), so they read like every other LoadError.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (l *loader) syntaxErr(err error) error {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &LoadError{Path: l.path, Line: line, Reason: "invalid YAML: " + m[2]}
 	}
-	allowed := yamlKeys(reflect.TypeOf(v).Elem())
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := n.Content[i]
-		if !allowed[k.Value] {
-			return l.at(k, "unknown field %q", k.Value)
-		}
-	}
-	if err := n.Decode(v); err != nil {
-		return fmt.Errorf("%s: %s", l.path, strings.TrimPrefix(err.Error(), "yaml: "))
-	}
-	return nil
+	return &LoadError{Path: l.path, Line: 1, Reason: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
 }
 
-func yamlKeys(t reflect.Type) map[string]bool {
-	out := map[string]bool{}
-	for i := 0; i < t.NumField(); i++ {
-		if tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" {
-			out[tag] = true
-		}
-	}
-	return out
-}
-
-// Parse reads one pipeline document.
-func Parse(path string, data []byte) (*Pipeline, error) {
-	le := loadErr{path}
+func (l *loader) parse(data []byte) (*Pipeline, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, l.errf(nil, "empty file: a pipeline needs a name and steps")
+		}
+		return nil, l.syntaxErr(err)
 	}
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, le.at(&doc, "a pipeline file holds one mapping with name, params and steps")
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, l.syntaxErr(err)
+		}
+		// A trailing "---" with nothing after it is harmless.
+		if len(next.Content) > 0 && (next.Content[0].ShortTag() != "!!null" || next.Content[0].Value != "") {
+			return nil, l.errf(&next, "a second YAML document: a file holds one pipeline")
+		}
 	}
-	root := doc.Content[0]
-	var top struct {
-		Name        string      `yaml:"name"`
-		Description string      `yaml:"description"`
-		Params      []yaml.Node `yaml:"params"`
-		Steps       []yaml.Node `yaml:"steps"`
+	if len(doc.Content) == 0 {
+		return nil, l.errf(&doc, "empty file: a pipeline needs a name and steps")
 	}
-	if err := le.strictDecode(root, &top); err != nil {
+	m, err := l.mapping(doc.Content[0], "pipeline")
+	if err != nil {
 		return nil, err
 	}
-	if !pipelineName.MatchString(top.Name) {
-		return nil, le.at(root, "name %q must match [a-z0-9-]+", top.Name)
+	if err := m.only(l, "name", "description", "params", "steps"); err != nil {
+		return nil, err
 	}
-	p := &Pipeline{Name: top.Name, Description: top.Description}
-	params := map[string]string{}
-	for i := range top.Params {
-		n := &top.Params[i]
-		var fp fileParam
-		if err := le.strictDecode(n, &fp); err != nil {
+	p := &Pipeline{}
+	name := m.get("name")
+	if name == nil {
+		return nil, l.errf(m.node, "pipeline: name is missing")
+	}
+	if p.Name, err = l.str("pipeline", name); err != nil {
+		return nil, err
+	}
+	if !pipelineName.MatchString(p.Name) {
+		return nil, l.errf(name.val, "pipeline: name %q must match ^[a-z0-9-]+$", p.Name)
+	}
+	l.nameLine = name.val.Line
+	if d := m.get("description"); d != nil {
+		if p.Description, err = l.str("pipeline", d); err != nil {
 			return nil, err
 		}
-		prm := Param{Name: fp.Name, Type: fp.Type, Pattern: fp.Pattern, Values: fp.Values, Min: fp.Min, Max: fp.Max,
-			Default: normalizeYAML(fp.Default), Required: fp.Required, Secret: fp.Secret}
-		if err := prm.compile(); err != nil {
-			return nil, le.at(n, "%v", err)
-		}
-		if _, dup := params[prm.Name]; dup {
-			return nil, le.at(n, "parameter %s declared twice", prm.Name)
-		}
-		params[prm.Name] = prm.Type
-		p.Params = append(p.Params, prm)
 	}
-	if len(top.Steps) == 0 {
-		return nil, le.at(root, "a pipeline needs at least one step")
+	// Parameters first: steps refer to them (for_each, templates).
+	if ps := m.get("params"); ps != nil {
+		items, err := l.seq("pipeline", ps)
+		if err != nil {
+			return nil, err
+		}
+		for i, n := range items {
+			prm, err := l.param(n, i)
+			if err != nil {
+				return nil, err
+			}
+			p.Params = append(p.Params, prm)
+		}
+		for i := range p.Params {
+			l.params[p.Params[i].Name] = &p.Params[i]
+		}
 	}
-	names := map[string]bool{}
-	for i := range top.Steps {
-		st, err := le.step(&top.Steps[i], names, params, true)
+	steps := m.get("steps")
+	if steps == nil {
+		return nil, l.errf(m.node, "pipeline: steps are missing")
+	}
+	items, err := l.seq("pipeline", steps)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, l.errf(steps.key, "pipeline: a pipeline needs at least one step")
+	}
+	for i, n := range items {
+		st, err := l.step(n, fmt.Sprintf("step %d", i+1), false)
 		if err != nil {
 			return nil, err
 		}
@@ -210,217 +240,533 @@ func Parse(path string, data []byte) (*Pipeline, error) {
 	return p, nil
 }
 
-func (le loadErr) step(n *yaml.Node, names map[string]bool, params map[string]string, groupsAllowed bool) (Step, error) {
-	var fs fileStep
-	if err := le.strictDecode(n, &fs); err != nil {
+// param reads one parameter declaration. Its rules are compile's; compile
+// runs in stages so that an error points at the field that causes it.
+func (l *loader) param(n *yaml.Node, i int) (Param, error) {
+	m, err := l.mapping(n, fmt.Sprintf("parameter %d", i+1))
+	if err != nil {
+		return Param{}, err
+	}
+	var prm Param
+	name := m.get("name")
+	if name == nil {
+		return Param{}, l.errf(m.node, "%s: name is missing", m.what)
+	}
+	if prm.Name, err = l.str(m.what, name); err != nil {
+		return Param{}, err
+	}
+	m.what = fmt.Sprintf("parameter %q", prm.Name)
+	if err := m.only(l, "name", "type", "pattern", "values", "min", "max", "default", "required", "secret"); err != nil {
+		return Param{}, err
+	}
+	if first, dup := l.paramAt[prm.Name]; dup {
+		return Param{}, l.errf(name.val, "%s is declared twice (first at line %d)", m.what, first)
+	}
+	l.paramAt[prm.Name] = name.val.Line
+	typ := m.get("type")
+	if typ == nil {
+		return Param{}, l.errf(m.node, "%s: type is missing (string, enum, int, bool or list)", m.what)
+	}
+	if prm.Type, err = l.str(m.what, typ); err != nil {
+		return Param{}, err
+	}
+	if v := m.get("values"); v != nil {
+		if prm.Values, _, err = l.strs(m.what, v); err != nil {
+			return Param{}, err
+		}
+	}
+	if err := prm.compile(); err != nil {
+		at := typ.val
+		if !paramName.MatchString(prm.Name) {
+			at = name.val
+		}
+		return Param{}, l.errf(at, "%v", err)
+	}
+	// Fields another type would ignore are mistakes: refuse them.
+	for _, f := range []struct {
+		key   string
+		types []string
+	}{{"values", []string{"enum"}}, {"pattern", []string{"string", "list"}}, {"min", []string{"int"}}, {"max", []string{"int"}}} {
+		if p := m.get(f.key); p != nil && !slices.Contains(f.types, prm.Type) {
+			return Param{}, l.errf(p.key, "%s: %s does not apply to type %s", m.what, f.key, prm.Type)
+		}
+	}
+	if pat := m.get("pattern"); pat != nil {
+		if prm.Pattern, err = l.str(m.what, pat); err != nil {
+			return Param{}, err
+		}
+		if err := prm.compile(); err != nil {
+			return Param{}, l.errf(pat.val, "%v", err)
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst **int64
+	}{{"min", &prm.Min}, {"max", &prm.Max}} {
+		if p := m.get(f.key); p != nil {
+			v, err := l.integer(m.what, p)
+			if err != nil {
+				return Param{}, err
+			}
+			n := int64(v)
+			*f.dst = &n
+		}
+	}
+	if prm.Min != nil && prm.Max != nil && *prm.Min > *prm.Max {
+		return Param{}, l.errf(m.get("max").val, "%s: max %d is less than min %d", m.what, *prm.Max, *prm.Min)
+	}
+	if def := m.get("default"); def != nil {
+		if prm.Default, err = l.value(def.val, m.what+": default", nil); err != nil {
+			return Param{}, err
+		}
+		if err := prm.compile(); err != nil {
+			return Param{}, l.errf(def.val, "%v", err)
+		}
+	}
+	if r := m.get("required"); r != nil {
+		if prm.Required, err = l.boolean(m.what, r); err != nil {
+			return Param{}, err
+		}
+	}
+	if s := m.get("secret"); s != nil {
+		if prm.Secret, err = l.boolean(m.what, s); err != nil {
+			return Param{}, err
+		}
+	}
+	return prm, nil
+}
+
+// step reads one entry of steps: a single step, a parallel group or a
+// for_each. Inside a group (nested) only single steps are allowed.
+func (l *loader) step(n *yaml.Node, what string, nested bool) (Step, error) {
+	m, err := l.mapping(n, what)
+	if err != nil {
 		return Step{}, err
 	}
-	kinds := 0
-	for _, set := range []bool{fs.Action != "", fs.Parallel != nil, fs.ForEach != ""} {
-		if set {
-			kinds++
+	var kinds []string
+	for _, k := range []string{"action", "parallel", "for_each"} {
+		if m.get(k) != nil {
+			kinds = append(kinds, k)
 		}
 	}
-	if kinds != 1 {
-		return Step{}, le.at(n, "a step has exactly one of action, parallel or for_each")
-	}
-	if !groupsAllowed && fs.Action == "" {
-		return Step{}, le.at(n, "groups cannot be nested")
-	}
-	var st Step
-	var err error
-	switch {
-	case fs.Parallel != nil:
-		g := &Group{}
-		if g.Join, g.Quorum, err = parseJoin(fs.Parallel.Join, len(fs.Parallel.Steps)); err != nil {
-			return Step{}, le.at(n, "%v", err)
-		}
-		if g.Timeout, err = parseDuration(fs.Parallel.Timeout, 0); err != nil {
-			return Step{}, le.at(n, "parallel timeout: %v", err)
-		}
-		for i := range fs.Parallel.Steps {
-			s, err := le.step(&fs.Parallel.Steps[i], names, params, false)
-			if err != nil {
-				return Step{}, err
-			}
-			g.Steps = append(g.Steps, s)
-		}
-		st.Parallel = g
-		return st, nil
-	case fs.ForEach != "":
-		m := itemsRef.FindStringSubmatch(fs.ForEach)
-		if m == nil || params[m[1]] != "list" {
-			return Step{}, le.at(n, "for_each must be {{ .params.NAME }} naming a list parameter")
-		}
-		if fs.Step == nil {
-			return Step{}, le.at(n, "for_each needs a step")
-		}
-		if fs.Concurrency < 0 {
-			return Step{}, le.at(n, "concurrency must not be negative")
-		}
-		fe := &ForEach{Items: fs.ForEach, Concurrency: fs.Concurrency}
-		if fe.Join, fe.Quorum, err = parseJoin(fs.Join, 1<<30); err != nil {
-			return Step{}, le.at(n, "%v", err)
-		}
-		stepNode := findKey(n, "step")
-		inner, err := le.step(stepNode, names, params, false)
+	if name := m.get("name"); name != nil {
+		s, err := l.str(what, name)
 		if err != nil {
 			return Step{}, err
 		}
-		fe.Step = inner
-		st.ForEach = fe
-		return st, nil
+		m.what = fmt.Sprintf("step %q", s)
 	}
-	if fs.Name == "" {
-		return Step{}, le.at(n, "a step needs a name")
+	switch {
+	case len(kinds) == 0:
+		// A typo (actoin) is likelier than a step with no kind: name it.
+		if err := m.only(l, "name", "action", "with", "compensate", "timeout", "retries", "compensate_on_failure", "approval",
+			"parallel", "for_each", "concurrency", "join", "step"); err != nil {
+			return Step{}, err
+		}
+		return Step{}, l.errf(m.node, "%s: needs one of action, parallel or for_each", m.what)
+	case len(kinds) > 1:
+		return Step{}, l.errf(m.get(kinds[1]).key, "%s: has both %s and %s; a step has exactly one of action, parallel or for_each", m.what, kinds[0], kinds[1])
+	case nested && kinds[0] != "action":
+		return Step{}, l.errf(m.get(kinds[0]).key, "%s: %s cannot be nested in a group", m.what, kinds[0])
 	}
-	if names[fs.Name] {
-		return Step{}, le.at(n, "step name %q is used twice", fs.Name)
+	if kinds[0] != "action" {
+		if name := m.get("name"); name != nil {
+			return Step{}, l.errf(name.key, "%s: a %s group has no name of its own; name its steps", m.what, kinds[0])
+		}
 	}
-	names[fs.Name] = true
-	st = Step{Name: fs.Name, Action: fs.Action, With: normalizeMap(fs.With), CompensateOnFailure: fs.CompensateOnFailure}
-	if err := checkTemplates(st.With); err != nil {
-		return Step{}, le.at(n, "step %s: with: %v", fs.Name, err)
+	switch kinds[0] {
+	case "parallel":
+		return l.parallel(m)
+	case "for_each":
+		return l.forEach(m)
 	}
-	if st.Timeout, err = parseDuration(fs.Timeout, StepTimeoutDefault); err != nil {
-		return Step{}, le.at(n, "step %s: timeout: %v", fs.Name, err)
+	return l.action(m)
+}
+
+func (l *loader) action(m *mapping) (Step, error) {
+	err := m.only(l, "name", "action", "with", "compensate", "timeout", "retries", "compensate_on_failure", "approval")
+	if err != nil {
+		return Step{}, err
 	}
-	if fs.Retries != nil {
-		if *fs.Retries < 0 || *fs.Retries > 20 {
-			return Step{}, le.at(n, "step %s: retries must be between 0 and 20", fs.Name)
-		}
-		st.Retries = *fs.Retries
+	name := m.get("name")
+	if name == nil {
+		return Step{}, l.errf(m.node, "%s: name is missing", m.what)
 	}
-	if c := fs.Compensate; c != nil {
-		if c.Action == "" {
-			return Step{}, le.at(n, "step %s: compensate needs an action", fs.Name)
-		}
-		comp := &Compensation{Action: c.Action, With: normalizeMap(c.With), Retries: CompensationRetriesDefault}
-		if c.Retries != nil {
-			if *c.Retries < 0 || *c.Retries > 20 {
-				return Step{}, le.at(n, "step %s: compensate retries must be between 0 and 20", fs.Name)
-			}
-			comp.Retries = *c.Retries
-		}
-		if comp.Timeout, err = parseDuration(c.Timeout, StepTimeoutDefault); err != nil {
-			return Step{}, le.at(n, "step %s: compensate timeout: %v", fs.Name, err)
-		}
-		if err := checkTemplates(comp.With); err != nil {
-			return Step{}, le.at(n, "step %s: compensate with: %v", fs.Name, err)
-		}
-		st.Compensate = comp
+	st := Step{Timeout: StepTimeoutDefault}
+	if st.Name, err = l.str(m.what, name); err != nil {
+		return Step{}, err
 	}
-	if a := fs.Approval; a != nil {
-		ap := &Approval{When: a.When, Roles: a.Roles}
-		if len(ap.Roles) == 0 {
-			ap.Roles = []string{"approver", "admin"}
+	switch first, dup := l.stepAt[st.Name]; {
+	case strings.TrimSpace(st.Name) == "":
+		return Step{}, l.errf(name.val, "%s: name is empty", m.what)
+	case strings.ContainsAny(st.Name, "[]"):
+		// Plan names for_each branches step[item].
+		return Step{}, l.errf(name.val, "%s: a step name cannot contain [ or ]", m.what)
+	case dup:
+		return Step{}, l.errf(name.val, "step name %q is used twice (first at line %d)", st.Name, first)
+	}
+	l.stepAt[st.Name] = name.val.Line
+	if st.Action, err = l.actionName(m); err != nil {
+		return Step{}, err
+	}
+	if w := m.get("with"); w != nil {
+		if st.With, err = l.with(m.what, w); err != nil {
+			return Step{}, err
 		}
-		for _, r := range ap.Roles {
-			switch r {
-			case "viewer", "deployer", "approver", "admin":
-			default:
-				return Step{}, le.at(n, "step %s: unknown approval role %q", fs.Name, r)
-			}
+	}
+	if t := m.get("timeout"); t != nil {
+		if st.Timeout, err = l.duration(m.what, t); err != nil {
+			return Step{}, err
 		}
-		if ap.When != "" {
-			if _, err := template.New("when").Parse(ap.When); err != nil {
-				return Step{}, le.at(n, "step %s: approval.when: %v", fs.Name, err)
-			}
+	}
+	if r := m.get("retries"); r != nil {
+		if st.Retries, err = l.retries(m.what, r); err != nil {
+			return Step{}, err
 		}
-		if ap.Timeout, err = parseDuration(a.Timeout, ApprovalTimeoutDefault); err != nil {
-			return Step{}, le.at(n, "step %s: approval timeout: %v", fs.Name, err)
+	}
+	if c := m.get("compensate_on_failure"); c != nil {
+		if st.CompensateOnFailure, err = l.boolean(m.what, c); err != nil {
+			return Step{}, err
 		}
-		st.Approval = ap
+	}
+	if c := m.get("compensate"); c != nil {
+		if st.Compensate, err = l.compensation(m.what, c); err != nil {
+			return Step{}, err
+		}
+	}
+	if a := m.get("approval"); a != nil {
+		if st.Approval, err = l.approval(m.what, a); err != nil {
+			return Step{}, err
+		}
 	}
 	return st, nil
 }
 
-func findKey(n *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
+func (l *loader) actionName(m *mapping) (string, error) {
+	a := m.get("action")
+	if a == nil {
+		return "", l.errf(m.node, "%s: action is missing", m.what)
 	}
-	return n
+	s, err := l.str(m.what, a)
+	if err == nil && s == "" {
+		err = l.errf(a.val, "%s: action is empty", m.what)
+	}
+	return s, err
 }
 
-func parseJoin(s string, size int) (string, int, error) {
+func (l *loader) compensation(what string, p *pair) (*Compensation, error) {
+	m, err := l.mapping(p.val, what+": compensate")
+	if err != nil {
+		return nil, err
+	}
+	if err := m.only(l, "action", "with", "retries", "timeout"); err != nil {
+		return nil, err
+	}
+	c := &Compensation{Retries: CompensationRetriesDefault, Timeout: StepTimeoutDefault}
+	if c.Action, err = l.actionName(m); err != nil {
+		return nil, err
+	}
+	if w := m.get("with"); w != nil {
+		if c.With, err = l.with(m.what, w); err != nil {
+			return nil, err
+		}
+	}
+	if r := m.get("retries"); r != nil {
+		if c.Retries, err = l.retries(m.what, r); err != nil {
+			return nil, err
+		}
+	}
+	if t := m.get("timeout"); t != nil {
+		if c.Timeout, err = l.duration(m.what, t); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (l *loader) approval(what string, p *pair) (*Approval, error) {
+	m, err := l.mapping(p.val, what+": approval")
+	if err != nil {
+		return nil, err
+	}
+	if err := m.only(l, "when", "roles", "timeout"); err != nil {
+		return nil, err
+	}
+	a := &Approval{Roles: []string{"approver", "admin"}, Timeout: ApprovalTimeoutDefault}
+	if w := m.get("when"); w != nil {
+		if a.When, err = l.str(m.what, w); err != nil {
+			return nil, err
+		}
+		if err := l.template(a.When, w.val, m.what+": when"); err != nil {
+			return nil, err
+		}
+	}
+	if r := m.get("roles"); r != nil {
+		rs, nodes, err := l.strs(m.what, r)
+		if err != nil {
+			return nil, err
+		}
+		if len(rs) == 0 {
+			return nil, l.errf(r.val, "%s: roles is empty: nobody could approve", m.what)
+		}
+		for i, role := range rs {
+			if !slices.Contains(approvalRoles, role) {
+				return nil, l.errf(nodes[i], "%s: unknown role %q (want viewer, deployer, approver or admin)", m.what, role)
+			}
+		}
+		a.Roles = rs
+	}
+	if t := m.get("timeout"); t != nil {
+		if a.Timeout, err = l.duration(m.what, t); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+func (l *loader) parallel(m *mapping) (Step, error) {
+	if err := m.only(l, "parallel"); err != nil {
+		return Step{}, err
+	}
+	g, err := l.mapping(m.get("parallel").val, m.what+": parallel")
+	if err != nil {
+		return Step{}, err
+	}
+	if err := g.only(l, "join", "timeout", "steps"); err != nil {
+		return Step{}, err
+	}
+	steps := g.get("steps")
+	if steps == nil {
+		return Step{}, l.errf(g.node, "%s: steps are missing", g.what)
+	}
+	items, err := l.seq(g.what, steps)
+	if err != nil {
+		return Step{}, err
+	}
+	if len(items) == 0 {
+		return Step{}, l.errf(steps.key, "%s: a group needs at least one step", g.what)
+	}
+	grp := &Group{Join: "all"}
+	if j := g.get("join"); j != nil {
+		if grp.Join, grp.Quorum, err = l.join(g.what, j, len(items), "the group's steps"); err != nil {
+			return Step{}, err
+		}
+	}
+	if t := g.get("timeout"); t != nil {
+		if grp.Timeout, err = l.duration(g.what, t); err != nil {
+			return Step{}, err
+		}
+	}
+	for i, n := range items {
+		st, err := l.step(n, fmt.Sprintf("%s step %d", g.what, i+1), true)
+		if err != nil {
+			return Step{}, err
+		}
+		grp.Steps = append(grp.Steps, st)
+	}
+	return Step{Parallel: grp}, nil
+}
+
+func (l *loader) forEach(m *mapping) (Step, error) {
+	if err := m.only(l, "for_each", "concurrency", "join", "timeout", "step"); err != nil {
+		return Step{}, err
+	}
+	items := m.get("for_each")
+	fe := &ForEach{Join: "all"}
+	var err error
+	if fe.Items, err = l.str(m.what, items); err != nil {
+		return Step{}, err
+	}
+	what := m.what + ": for_each"
+	ref := itemsRef.FindStringSubmatch(fe.Items)
+	if ref == nil {
+		return Step{}, l.errf(items.val, `%s: must be exactly "{{ .params.NAME }}" naming a list parameter, not %q`, what, fe.Items)
+	}
+	switch prm := l.params[ref[1]]; {
+	case prm == nil:
+		return Step{}, l.errf(items.val, "%s: unknown parameter %q", what, ref[1])
+	case prm.Type != "list":
+		return Step{}, l.errf(items.val, "%s: parameter %q is of type %s, not list", what, ref[1], prm.Type)
+	}
+	if c := m.get("concurrency"); c != nil {
+		if fe.Concurrency, err = l.integer(what, c); err != nil {
+			return Step{}, err
+		}
+		if fe.Concurrency < 0 {
+			return Step{}, l.errf(c.val, "%s: concurrency %d is negative (0 runs every branch at once)", what, fe.Concurrency)
+		}
+	}
+	if j := m.get("join"); j != nil {
+		if fe.Join, fe.Quorum, err = l.join(what, j, maxListItems, "the most items of a list parameter"); err != nil {
+			return Step{}, err
+		}
+	}
+	if t := m.get("timeout"); t != nil {
+		if fe.Timeout, err = l.duration(what, t); err != nil {
+			return Step{}, err
+		}
+	}
+	s := m.get("step")
+	if s == nil {
+		return Step{}, l.errf(m.node, "%s: step is missing", what)
+	}
+	l.inEach = true
+	fe.Step, err = l.step(s.val, what+" step", true)
+	l.inEach = false
+	if err != nil {
+		return Step{}, err
+	}
+	return Step{ForEach: fe}, nil
+}
+
+// join reads all | any | quorum:N with 1 ≤ N ≤ size.
+func (l *loader) join(what string, p *pair, size int, sizeIs string) (string, int, error) {
+	s, err := l.str(what, p)
+	if err != nil {
+		return "", 0, err
+	}
 	switch {
-	case s == "" || s == "all":
-		return "all", 0, nil
-	case s == "any":
-		return "any", 0, nil
+	case s == "all" || s == "any":
+		return s, 0, nil
 	case strings.HasPrefix(s, "quorum:"):
 		q, err := strconv.Atoi(strings.TrimPrefix(s, "quorum:"))
 		if err != nil || q < 1 || q > size {
-			return "", 0, fmt.Errorf("join %q: quorum must be between 1 and the number of steps", s)
+			return "", 0, l.errf(p.val, "%s: join %q: N must be between 1 and %d (%s)", what, s, size, sizeIs)
 		}
 		return "quorum", q, nil
 	}
-	return "", 0, fmt.Errorf("join %q: want all, any or quorum:N", s)
+	return "", 0, l.errf(p.val, "%s: join %q: want all, any or quorum:N", what, s)
 }
 
-func parseDuration(s string, def time.Duration) (time.Duration, error) {
-	if s == "" {
-		return def, nil
+func (l *loader) duration(what string, p *pair) (time.Duration, error) {
+	s, err := l.str(what, p)
+	if err != nil {
+		return 0, err
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%q is not a positive duration like 30s or 5m", s)
+		return 0, l.errf(p.val, "%s: %s %q is not a positive duration like 30s or 5m", what, p.key.Value, s)
 	}
 	return d, nil
 }
 
-// checkTemplates parses every string in with as a Go template.
-func checkTemplates(v any) error {
-	switch x := v.(type) {
-	case string:
-		if strings.Contains(x, "{{") {
-			if _, err := template.New("with").Parse(x); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for _, it := range x {
-			if err := checkTemplates(it); err != nil {
-				return err
-			}
-		}
-	case map[string]any:
-		for _, it := range x {
-			if err := checkTemplates(it); err != nil {
-				return err
-			}
-		}
+func (l *loader) retries(what string, p *pair) (int, error) {
+	n, err := l.integer(what, p)
+	if err == nil && (n < 0 || n > maxRetries) {
+		err = l.errf(p.val, "%s: retries %d must be between 0 and %d", what, n, maxRetries)
+	}
+	return n, err
+}
+
+// with reads a step's inputs: a mapping whose strings are templates.
+func (l *loader) with(what string, p *pair) (map[string]any, error) {
+	if resolve(p.val).Kind != yaml.MappingNode {
+		return nil, l.errf(p.val, "%s: with must be a mapping, not %s", what, kindName(p.val))
+	}
+	v, err := l.value(p.val, what+": with", l.template)
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]any), nil
+}
+
+// template checks s the way the saga renders it (text/template, no extra
+// functions) and that it reads only data the saga provides: .params of
+// this pipeline, .task.id, .task.team and, in a for_each, .item. A typo
+// found here would otherwise fail mid-deploy, after earlier steps ran.
+func (l *loader) template(s string, n *yaml.Node, what string) error {
+	if !strings.Contains(s, "{{") {
+		return nil // the saga does not render it either
+	}
+	t, err := template.New("with").Parse(s)
+	if err != nil {
+		return l.errf(n, "%s: invalid template: %v", what, err)
+	}
+	if err := l.refs(t.Tree.Root, true); err != nil {
+		return l.errf(n, "%s: template %q: %v", what, s, err)
 	}
 	return nil
 }
 
-// normalizeYAML turns yaml.v3 values into the JSON-like shapes the rest of
-// flightdeck uses (map[string]any, []any, int64).
-func normalizeYAML(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return normalizeMap(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, it := range x {
-			out[i] = normalizeYAML(it)
+// refs walks a parsed template. dotIsRoot is false inside range and with,
+// where . is something else and is not checked.
+func (l *loader) refs(n parse.Node, dotIsRoot bool) error {
+	switch x := n.(type) {
+	case *parse.ListNode:
+		if x == nil {
+			return nil
 		}
-		return out
-	case int:
-		return int64(x)
+		for _, c := range x.Nodes {
+			if err := l.refs(c, dotIsRoot); err != nil {
+				return err
+			}
+		}
+	case *parse.ActionNode:
+		return l.refs(x.Pipe, dotIsRoot)
+	case *parse.PipeNode:
+		if x == nil {
+			return nil
+		}
+		for _, c := range x.Cmds {
+			if err := l.refs(c, dotIsRoot); err != nil {
+				return err
+			}
+		}
+	case *parse.CommandNode:
+		for _, a := range x.Args {
+			if err := l.refs(a, dotIsRoot); err != nil {
+				return err
+			}
+		}
+	case *parse.ChainNode:
+		return l.refs(x.Node, dotIsRoot)
+	case *parse.FieldNode:
+		if dotIsRoot {
+			return l.field(x.Ident)
+		}
+	case *parse.VariableNode:
+		if x.Ident[0] == "$" && len(x.Ident) > 1 {
+			return l.field(x.Ident[1:])
+		}
+	case *parse.IfNode:
+		return l.branch(&x.BranchNode, dotIsRoot, dotIsRoot)
+	case *parse.RangeNode:
+		return l.branch(&x.BranchNode, dotIsRoot, false)
+	case *parse.WithNode:
+		return l.branch(&x.BranchNode, dotIsRoot, false)
+	case *parse.TemplateNode:
+		return fmt.Errorf("{{ template %q }}: a step's templates cannot call others", x.Name)
 	}
-	return v
+	return nil
 }
 
-func normalizeMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
+func (l *loader) branch(b *parse.BranchNode, dotIsRoot, inBody bool) error {
+	if err := l.refs(b.Pipe, dotIsRoot); err != nil {
+		return err
 	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = normalizeYAML(v)
+	if err := l.refs(b.List, inBody); err != nil {
+		return err
 	}
-	return out
+	return l.refs(b.ElseList, dotIsRoot)
+}
+
+// field checks a path read from the root of the template data.
+func (l *loader) field(path []string) error {
+	switch path[0] {
+	case "params":
+		if len(path) > 1 && l.params[path[1]] == nil {
+			return fmt.Errorf("unknown parameter .params.%s", path[1])
+		}
+	case "task":
+		if len(path) > 1 && path[1] != "id" && path[1] != "team" {
+			return fmt.Errorf("unknown field .task.%s (want .task.id or .task.team)", path[1])
+		}
+	case "item":
+		if !l.inEach {
+			return errors.New(".item is only set in the step of a for_each")
+		}
+	default:
+		return fmt.Errorf("unknown field .%s (want .params, .task or .item)", path[0])
+	}
+	return nil
 }

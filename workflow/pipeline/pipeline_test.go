@@ -52,7 +52,11 @@ func TestCatalog(t *testing.T) {
 	c := catalog(t)
 	_, ok := c.Get("noop")
 	require.True(t, ok)
-	require.Equal(t, "approval-demo,noop,web-service", c.All()[0].Name+","+c.All()[1].Name+","+c.All()[2].Name)
+	var names []string
+	for _, p := range c.All() {
+		names = append(names, p.Name)
+	}
+	require.Equal(t, []string{"approval-demo", "canary", "health-check", "noop", "static-site", "web-service"}, names)
 	_, err := NewCatalog(&Pipeline{Name: "bad", Params: []Param{{Name: "x", Type: "float"}}})
 	require.Error(t, err)
 }
