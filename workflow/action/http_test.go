@@ -36,7 +36,6 @@ func TestHTTPRetriesAndKey(t *testing.T) {
 	require.Contains(t, sink.lines, "ok")
 }
 
-
 func TestHTTPNoRetryOn4xxAndNoRedirects(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int32

@@ -9,8 +9,8 @@ import (
 // carries no events itself: a subscriber reads them from the store after its
 // last seq, so ordering and gap-freedom come from the database.
 type Hub struct {
-	mu   sync.Mutex
-	subs map[string]map[*Subscription]struct{}
+	mu    sync.Mutex
+	subs  map[string]map[*Subscription]struct{}
 	all   map[*Subscription]struct{} // subscribers of every task
 	feeds map[*Feed]struct{}
 }
