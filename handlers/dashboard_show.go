@@ -50,5 +50,54 @@ func (h *Handler) loadDashboard(ctx context.Context, u *auth.User) (pages.Dashbo
 	for _, w := range workers {
 		p.Workers = append(p.Workers, pages.WorkerRow{ID: w.ID, Host: w.Host, Slots: w.Slots, Busy: w.Busy, HeartbeatAge: now.Sub(w.HeartbeatAt)})
 	}
+	if err := h.loadDashboardHistory(ctx, u, now, &p); err != nil {
+		return pages.DashboardProps{}, err
+	}
 	return p, nil
+}
+
+// Windows of the dashboard's history.
+const (
+	throughputWindow = time.Hour
+	durationWindow   = 7 * 24 * time.Hour
+	healthWindow     = 30 * 24 * time.Hour
+)
+
+// loadDashboardHistory fills the charts and tables of finished work: the
+// last hour minute by minute (every minute has its bar, empty or not),
+// run times per pipeline, and change-failure rate and time to restore.
+func (h *Handler) loadDashboardHistory(ctx context.Context, u *auth.User, now time.Time, p *pages.DashboardProps) error {
+	teams := u.TeamIDs()
+	first := now.UTC().Truncate(time.Minute).Add(-throughputWindow + time.Minute)
+	minutes, err := h.store.TaskThroughput(ctx, teams, first)
+	if err != nil {
+		return err
+	}
+	p.Throughput = make([]pages.MinuteBar, throughputWindow/time.Minute)
+	for i := range p.Throughput {
+		p.Throughput[i].Minute = first.Add(time.Duration(i) * time.Minute)
+	}
+	for _, m := range minutes {
+		if i := int(m.Minute.Sub(first) / time.Minute); i >= 0 && i < len(p.Throughput) {
+			p.Throughput[i].Completed, p.Throughput[i].Failed = m.Completed, m.Failed
+			p.CompletedHour += m.Completed
+			p.FinishedHour += m.Completed + m.Failed
+		}
+	}
+	durations, err := h.store.PipelineDurations(ctx, teams, now.Add(-durationWindow))
+	if err != nil {
+		return err
+	}
+	for _, d := range durations {
+		p.Durations = append(p.Durations, pages.DurationRow{Pipeline: d.Pipeline, Count: d.Count, P50: d.P50, P95: d.P95})
+	}
+	health, err := h.store.DeployHealthList(ctx, teams, now.Add(-healthWindow))
+	if err != nil {
+		return err
+	}
+	for _, d := range health {
+		p.Health = append(p.Health, pages.HealthRow{Pipeline: d.Pipeline, Env: d.Env, Deploys: d.Deploys, Failures: d.Failures,
+			FailureRate: d.ChangeFailureRate(), Restores: d.Restores, MeanTimeToRestore: d.MeanTimeToRestore})
+	}
+	return nil
 }

@@ -347,6 +347,8 @@ func TestDashboardAndPipelinesPages(t *testing.T) {
 	require.Equal(t, "1", doc.Find(`[data-testid="stat-pending"] .stat-value`).Text(), "only the own team's task")
 	require.Equal(t, "1", doc.Find(`[data-testid="pending-hotfix"] .stat-value`).Text())
 	require.Equal(t, "page", doc.Find(`[data-testid="nav-dashboard"]`).AttrOr("aria-current", ""))
+	require.Equal(t, 1, doc.Find(`[data-testid="throughput-chart"]`).Length())
+	require.Equal(t, "0 finished", doc.Find(`[data-testid="throughput-finished"]`).Text())
 
 	res, body = b.get(t, c, "/pipelines", nil)
 	require.Equal(t, http.StatusOK, res.StatusCode)

@@ -59,6 +59,34 @@ type DashboardProps struct {
 	PendingByPriority                         map[string]int
 	OldestPending                             time.Duration
 	Workers                                   []WorkerRow
+	// The last hour, one bar a minute, oldest first.
+	Throughput                  []MinuteBar
+	FinishedHour, CompletedHour int
+	Durations                   []DurationRow // per pipeline, completed tasks of the last 7 days
+	Health                      []HealthRow   // per pipeline and env, deploys of the last 30 days
+}
+
+// MinuteBar is one minute of the throughput chart.
+type MinuteBar struct {
+	Minute            time.Time
+	Completed, Failed int
+}
+
+// DurationRow is the run time of one pipeline's completed tasks.
+type DurationRow struct {
+	Pipeline string
+	Count    int
+	P50, P95 time.Duration
+}
+
+// HealthRow is the change-failure rate and time to restore of one pipeline
+// in one environment.
+type HealthRow struct {
+	Pipeline, Env     string
+	Deploys, Failures int
+	FailureRate       float64 // 0..1
+	Restores          int
+	MeanTimeToRestore time.Duration
 }
 
 // FormField is one generated input of the submit form.
