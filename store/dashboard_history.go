@@ -137,4 +137,6 @@ func (s *Store) DeployHealthList(ctx context.Context, teamIDs []string, since ti
 	return out, interpretError(rows.Err())
 }
 
-func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)).Round(time.Millisecond) }
+func seconds(f float64) time.Duration {
+	return time.Duration(f * float64(time.Second)).Round(time.Millisecond)
+}
