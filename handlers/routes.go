@@ -41,6 +41,8 @@ func New(d Deps) *echo.Echo {
 	app.POST("/tasks", h.taskCreate)
 	app.GET("/tasks/:id", h.taskShow)
 	app.POST("/tasks/:id/resolve", h.taskResolve)
+	app.GET("/approvals", h.approvalInbox)
+	app.POST("/approvals/:task_id/:approval_id", h.approvalDecide)
 	app.GET("/dashboard", h.dashboardShow)
 	app.GET("/pipelines", h.pipelineList)
 

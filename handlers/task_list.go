@@ -8,6 +8,7 @@ import (
 
 	"flightdeck/store"
 	"flightdeck/views/pages"
+	"flightdeck/workflow/task"
 )
 
 func (h *Handler) taskList(c echo.Context) error {
@@ -25,6 +26,10 @@ func (h *Handler) taskList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return h.render(c, http.StatusOK, "Tasks", "tasks", pages.TaskList(pages.TaskListProps{Tasks: taskRows(tasks), Next: next}))
+}
+
+func taskRows(tasks []*task.Task) []pages.TaskRow {
 	rows := make([]pages.TaskRow, len(tasks))
 	for i, t := range tasks {
 		rows[i] = pages.TaskRow{
@@ -32,5 +37,5 @@ func (h *Handler) taskList(c echo.Context) error {
 			Priority: t.Priority.String(), CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
 		}
 	}
-	return h.render(c, http.StatusOK, "Tasks", "tasks", pages.TaskList(pages.TaskListProps{Tasks: rows, Next: next}))
+	return rows
 }

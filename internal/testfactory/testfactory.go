@@ -2,6 +2,8 @@
 package testfactory
 
 import (
+	"time"
+
 	"testing"
 
 	"flightdeck/internal/auth"
@@ -52,4 +54,27 @@ func Task(t testing.TB, st *store.Store, u *auth.User, opts *TaskOpts) *task.Tas
 		t.Fatalf("error creating task: %v", err)
 	}
 	return tk
+}
+
+// AwaitingApproval claims the pending task taskID as a worker would and
+// parks it on an approval of its first step that roles may decide.
+func AwaitingApproval(t testing.TB, st *store.Store, taskID string, roles []string) store.Approval {
+	t.Helper()
+	claimed, err := st.TaskClaim(t.Context(), "testfactory", 100, time.Minute)
+	if err != nil {
+		t.Fatalf("error claiming: %v", err)
+	}
+	for _, c := range claimed {
+		if c.ID != taskID {
+			continue
+		}
+		aps, err := st.ApprovalPark(t.Context(), taskID, c.LeaseToken, store.ApprovalParkParams{
+			Steps: []store.ApprovalStep{{Idx: 1, Name: "release", Attempt: 1}}, Roles: roles, Timeout: time.Hour, Kind: "step"})
+		if err != nil || len(aps) != 1 {
+			t.Fatalf("error parking for approval: %v (%d approvals)", err, len(aps))
+		}
+		return aps[0]
+	}
+	t.Fatalf("task %s was not claimed", taskID)
+	return store.Approval{}
 }

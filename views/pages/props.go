@@ -103,3 +103,20 @@ type TaskNewProps struct {
 	Pipelines                                         []string
 	Fields                                            []FormField
 }
+
+// InboxItem is one decision waiting in "Needs my approval".
+type InboxItem struct {
+	ID, TaskID, Title, Step, Team, CreatedBy string
+	Params, Detail                           string // JSON, shown as code
+	RequestedAt, ExpiresAt                   time.Time
+}
+
+// ApprovalInboxProps are the inputs of ApprovalInbox.
+type ApprovalInboxProps struct {
+	Items      []InboxItem
+	Attention  []TaskRow // needs_attention tasks of the teams the viewer administers
+	IsAdmin    bool
+	CSRFToken  string
+	Flash      string
+	FlashError bool
+}

@@ -1,0 +1,65 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"flightdeck/internal/auth"
+	"flightdeck/store"
+	"flightdeck/views/pages"
+)
+
+// inboxLimit bounds the page; the oldest decisions come first.
+const inboxLimit = 100
+
+func (h *Handler) approvalInbox(c echo.Context) error {
+	p, err := h.loadInbox(c.Request().Context(), userOf(c))
+	if err != nil {
+		return err
+	}
+	p.CSRFToken = csrfToken(c)
+	switch c.QueryParam("decided") {
+	case "approve":
+		p.Flash = "Approved."
+	case "reject":
+		p.Flash = "Rejected; the task is being undone."
+	}
+	return h.render(c, http.StatusOK, "Needs my approval", "approvals", pages.ApprovalInbox(p))
+}
+
+// loadInbox gathers the viewer's pending decisions and, for the teams they
+// administer, the tasks in needs_attention.
+func (h *Handler) loadInbox(ctx context.Context, u *auth.User) (pages.ApprovalInboxProps, error) {
+	var p pages.ApprovalInboxProps
+	items, err := h.store.ApprovalInbox(ctx, u.ID, inboxLimit)
+	if err != nil {
+		return p, err
+	}
+	for _, it := range items {
+		v := pages.InboxItem{ID: it.ID, TaskID: it.TaskID, Title: it.Pipeline, Step: it.Step, Team: it.Team,
+			CreatedBy: it.CreatedBy, RequestedAt: it.RequestedAt, ExpiresAt: it.ExpiresAt, Detail: string(it.Detail)}
+		if it.Kind == "agent" {
+			v.Title = "Agent task"
+		}
+		if len(it.Params) > 2 {
+			v.Params = string(it.Params)
+		}
+		p.Items = append(p.Items, v)
+	}
+	var admin []string
+	for _, m := range u.Memberships {
+		if m.Role.AtLeast(auth.RoleAdmin) {
+			admin = append(admin, m.TeamID)
+		}
+	}
+	if p.IsAdmin = len(admin) > 0; p.IsAdmin {
+		tasks, _, err := h.store.TaskList(ctx, store.TaskListParams{TeamIDs: admin, State: "needs_attention"})
+		if err != nil {
+			return p, err
+		}
+		p.Attention = taskRows(tasks)
+	}
+	return p, nil
+}
