@@ -39,7 +39,8 @@ func (h *Handler) loadInbox(ctx context.Context, u *auth.User) (pages.ApprovalIn
 	}
 	for _, it := range items {
 		v := pages.InboxItem{ID: it.ID, TaskID: it.TaskID, Title: it.Pipeline, Step: it.Step, Team: it.Team,
-			CreatedBy: it.CreatedBy, RequestedAt: it.RequestedAt, ExpiresAt: it.ExpiresAt, Detail: string(it.Detail)}
+			CreatedBy: it.CreatedBy, RequestedAt: it.RequestedAt, ExpiresAt: it.ExpiresAt, Detail: string(it.Detail),
+			ToolCall: it.Approval.Kind == "tool_call"}
 		if it.Kind == "agent" {
 			v.Title = "Agent task"
 		}

@@ -66,6 +66,7 @@ func New(d Deps) *echo.Echo {
 	e.GET("/api/v1/ws", h.wsAPI, h.authenticate, h.requireAPIUser)
 	e.GET("/tasks/:id/ws", h.wsTaskHTML, h.authenticate, h.requireAPIUser)
 	e.GET("/dashboard/ws", h.wsDashboard, h.authenticate, h.requireAPIUser)
+	e.GET("/tasks/ws", h.wsTaskList, h.authenticate, h.requireAPIUser)
 
 	return e
 }

@@ -136,3 +136,14 @@ func (w *wsConn) read() ([]byte, error) {
 }
 
 var errBinaryFrame = errors.New("binary frames are not supported; send JSON text")
+
+// drain reads and drops what a push-only socket's client sends, so the
+// close is noticed; it returns when the socket ends.
+func (w *wsConn) drain() {
+	for {
+		if _, err := w.read(); err != nil && !errors.Is(err, errBinaryFrame) {
+			w.close(websocket.StatusNormalClosure, "")
+			return
+		}
+	}
+}

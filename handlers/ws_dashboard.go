@@ -20,14 +20,7 @@ func (h *Handler) wsDashboard(c echo.Context) error {
 		return err
 	}
 	defer conn.close(websocket.StatusNormalClosure, "")
-	go func() { // the dashboard sends nothing; read to notice the close
-		for {
-			if _, err := conn.read(); err != nil && err != errBinaryFrame {
-				conn.close(websocket.StatusNormalClosure, "")
-				return
-			}
-		}
-	}()
+	go conn.drain() // the dashboard sends nothing
 	u := userOf(c)
 	feed := h.hub.SubscribeFeed()
 	defer feed.Close()

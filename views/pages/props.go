@@ -2,7 +2,10 @@
 // layout (or send it alone to htmx). Props structs are plain data.
 package pages
 
-import "time"
+import (
+	"net/url"
+	"time"
+)
 
 // LoginProps are the inputs of Login.
 type LoginProps struct {
@@ -19,6 +22,24 @@ type TaskRow struct {
 type TaskListProps struct {
 	Tasks []TaskRow
 	Next  string // cursor of the next page; "" when none
+	// Filters, as given; "" does not filter.
+	State, Pipeline, CreatedBy string
+	States, Pipelines          []string // the choices of the filter form
+}
+
+// Filtered reports whether any filter is set.
+func (p TaskListProps) Filtered() bool { return p.State != "" || p.Pipeline != "" || p.CreatedBy != "" }
+
+// Query is the list's query string with its filters and, when before is
+// set, the page cursor.
+func (p TaskListProps) Query(before string) string {
+	v := url.Values{}
+	for k, x := range map[string]string{"state": p.State, "pipeline": p.Pipeline, "created_by": p.CreatedBy, "before": before} {
+		if x != "" {
+			v.Set(k, x)
+		}
+	}
+	return v.Encode()
 }
 
 // ErrorProps are the inputs of Error.
@@ -109,6 +130,7 @@ type InboxItem struct {
 	ID, TaskID, Title, Step, Team, CreatedBy string
 	Params, Detail                           string // JSON, shown as code
 	RequestedAt, ExpiresAt                   time.Time
+	ToolCall                                 bool // an agent's tool call rather than a pipeline step
 }
 
 // ApprovalInboxProps are the inputs of ApprovalInbox.

@@ -1,0 +1,95 @@
+package handlers_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTaskListFiltersAndLiveRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.browser(t)
+	b.login(t, c, "alice@acme.test", testPassword)
+	submit := func(pipeline string) string {
+		r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"`+pipeline+`"}`, nil)
+		require.Equal(t, http.StatusAccepted, r.status)
+		return r.body["id"].(string)
+	}
+	noop := submit("noop")
+	demo := submit("approval-demo")
+	b.api(t, "POST", "/api/v1/tasks/"+demo+"/cancel", b.aliceToken, "", nil)
+
+	page := func(query string) *goquery.Document {
+		res, body := b.get(t, c, "/tasks"+query, nil)
+		require.Equal(t, http.StatusOK, res.StatusCode, body)
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+		require.NoError(t, err)
+		return doc
+	}
+	doc := page("")
+	require.Equal(t, 2, doc.Find(`[data-testid="task-row"]`).Length())
+	require.Equal(t, "/tasks/ws?", doc.Find(`[ws-connect]`).AttrOr("ws-connect", ""))
+
+	doc = page("?state=cancelled")
+	require.Equal(t, 1, doc.Find(`[data-testid="task-row"]`).Length())
+	require.Equal(t, "task-row-"+demo, doc.Find(`[data-testid="task-row"]`).AttrOr("id", ""))
+	require.Equal(t, "cancelled", doc.Find(`[data-testid="filter-state"] option[selected]`).AttrOr("value", ""))
+	require.Equal(t, "/tasks/ws?state=cancelled", doc.Find(`[ws-connect]`).AttrOr("ws-connect", ""))
+
+	doc = page("?pipeline=noop&created_by=alice%40acme.test")
+	require.Equal(t, "task-row-"+noop, doc.Find(`[data-testid="task-row"]`).AttrOr("id", ""))
+	doc = page("?created_by=nobody%40acme.test")
+	require.Contains(t, doc.Find(`[data-testid="task-list-empty"]`).Text(), "No task matches")
+	res, _ := b.get(t, c, "/tasks?state=bogus", nil)
+	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
+
+	// The list's socket re-sends a changed row and announces new tasks once.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.srv.URL, "http")+"/tasks/ws",
+		&websocket.DialOptions{HTTPClient: c, HTTPHeader: http.Header{"Origin": {b.srv.URL}}})
+	require.NoError(t, err)
+	defer ws.CloseNow()
+	// The subscription starts with the upgrade; a ping round trip through
+	// the server is not available on this socket, so change a task until
+	// its row arrives.
+	var frame string
+	for !strings.Contains(frame, `id="task-row-`+noop+`"`) {
+		b.api(t, "PATCH", "/api/v1/tasks/"+noop, b.aliceToken, `{"priority":"hotfix"}`, nil)
+		_, f, err := ws.Read(ctx)
+		require.NoError(t, err)
+		frame = string(f)
+	}
+	require.Contains(t, frame, "hotfix")
+	// next reads frames until one contains want, checking each on the way.
+	next := func(want string, check func(string)) {
+		for {
+			_, f, err := ws.Read(ctx)
+			require.NoError(t, err)
+			check(string(f))
+			if strings.Contains(string(f), want) {
+				return
+			}
+		}
+	}
+	submit("noop")
+	submit("noop")
+	next(`data-testid="new-tasks"`, func(string) {})
+	// Bob's changes never reach alice's list, and the notice comes once.
+	r := b.api(t, "POST", "/api/v1/tasks", b.bobToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
+	require.Equal(t, http.StatusAccepted, r.status)
+	rival := r.body["id"].(string)
+	b.api(t, "PATCH", "/api/v1/tasks/"+rival, b.bobToken, `{"priority":"high"}`, nil)
+	b.api(t, "PATCH", "/api/v1/tasks/"+noop, b.aliceToken, `{"priority":"low"}`, nil)
+	next(`<td>low</td>`, func(f string) {
+		require.NotContains(t, f, rival)
+		require.NotContains(t, f, `data-testid="new-tasks"`)
+	})
+}
