@@ -40,8 +40,12 @@ type benchResult struct {
 // runBench: `flightdeck bench queue`. It works on a fresh database so it
 // never touches real data, and drops it afterwards.
 func runBench(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) > 0 && args[0] == "sockets" {
+		return runBenchSockets(ctx, env, args[1:])
+	}
 	if len(args) == 0 || args[0] != "queue" {
-		return fmt.Errorf("%w: usage: flightdeck bench queue [--tasks N] [--workers W] [--rate R] [--database-url U]", errUsage)
+		return fmt.Errorf("%w: usage: flightdeck bench queue [--tasks N] [--workers W] [--rate R] [--database-url U]\n"+
+			"       flightdeck bench sockets [--sockets N] [--tasks T] [--rate R] [--metrics-url U]  (FLIGHTDECK_URL, FLIGHTDECK_TOKEN)", errUsage)
 	}
 	cfg, err := config.Load(env.getenv)
 	if err != nil {
