@@ -207,3 +207,16 @@ func (s *Store) LocalInstanceIsCurrent(ctx context.Context, id string) (bool, er
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM local_routes WHERE instance_id = $1)`, id).Scan(&ok)
 	return ok, interpretError(err)
 }
+
+// LocalInstanceReplaceProcess records a restarted process for an instance
+// if its pid is still oldPID, and reports whether it did: of two processes
+// restarting the same instance, one wins and the other stops its process.
+func (s *Store) LocalInstanceReplaceProcess(ctx context.Context, id string, oldPID, pid, port int) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE local_instances SET pid = $3, port = $4, state = 'running', stopped_at = NULL
+		WHERE id = $1 AND pid = $2`, id, oldPID, pid, port)
+	if err != nil {
+		return false, interpretError(err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
