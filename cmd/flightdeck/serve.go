@@ -66,16 +66,26 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	notifier := event.NewNotifier(st, env.logger)
 	hub := event.NewHub()
 	hub.Attach(notifier)
+	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
 	var pool *queue.Pool
 	if cfg.Role != "web" {
-		pool = queue.New(st, taskHandlers(cfg, st, catalog, env.logger), hub, queue.Config{
+		// Local instances run on worker nodes: adopt or restart this node's
+		// before claiming tasks, then keep their monitors probing.
+		lp, err := localProvider(cfg, st, env.logger)
+		if err != nil {
+			return err
+		}
+		if _, err := lp.Recover(ctx); err != nil {
+			return fmt.Errorf("error recovering local instances: %w", err)
+		}
+		go lp.RunMonitors(bgCtx) //nolint:errcheck // returns when bgCtx ends
+		pool = queue.New(st, taskHandlers(cfg, st, catalog, env.logger, lp), hub, queue.Config{
 			Workers: cfg.Workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, Grace: cfg.Grace,
 			IdempotencyTTL: cfg.IdempotencyTTL, Logger: env.logger,
 		})
 		pool.Attach(notifier)
 	}
-	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBG()
 	go notifier.Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 
 	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: env.logger, Registry: reg, Pipelines: catalog, Hub: hub})

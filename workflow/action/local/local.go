@@ -55,6 +55,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -226,12 +227,12 @@ func validHost(h string) bool {
 // not, any case) to the route host it names, or "" when it cannot name one.
 func RouteHost(hostHeader string) string {
 	h := strings.ToLower(strings.TrimSpace(hostHeader))
-	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
-		h = h[:i]
+	if hh, _, err := net.SplitHostPort(h); err == nil {
+		h = hh
 	}
 	h = strings.TrimSuffix(h, ".")
 	h = strings.TrimSuffix(h, ".localhost")
-	if !validHost(h) {
+	if net.ParseIP(h) != nil || !validHost(h) {
 		return ""
 	}
 	return h
