@@ -4,7 +4,7 @@
 set -eu
 BIN="${FLIGHTDECK_BIN:-../bin/flightdeck}"
 export FLIGHTDECK_DATA_DIR="${FLIGHTDECK_DATA_DIR:-../.data}"
-DATABASE_URL="$("$BIN" db url --fresh flightdeck_e2e)"
+DATABASE_URL="$("$BIN" db url --fresh "${E2E_DB_NAME:-flightdeck_e2e}")"
 export DATABASE_URL
 export FLIGHTDECK_DEV=1
 export FLIGHTDECK_DEV_PASSWORD="${FLIGHTDECK_DEV_PASSWORD:-e2e-demo-password}"

@@ -183,6 +183,14 @@ func (p *Provider) wrap(name string, fn actionFunc) action.Action {
 		if !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
+		// What the action says goes to the step's events and its artifact.
+		logf, w := in.Log, in.Output
+		in.Log = func(line string) {
+			logf(line)
+			if w != nil {
+				fmt.Fprintln(w, line)
+			}
+		}
 		res, err := fn(ctx, in, store.LocalEffect{Key: in.IdempotencyKey, Action: name})
 		if err != nil {
 			if errors.Is(err, store.ErrForbidden) || errors.Is(err, store.ErrNotFound) {
