@@ -8,8 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
 	"flightdeck/store"
@@ -91,4 +94,35 @@ func TestLocalCRL(t *testing.T) {
 	crl, err := x509.ParseRevocationList([]byte(body))
 	require.NoError(t, err)
 	require.Empty(t, crl.RevokedCertificateEntries)
+}
+
+func TestDashboardShowsLocalAlerts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	c := b.browser(t)
+	b.login(t, c, "alice@acme.test", testPassword)
+	_, body := b.get(t, c, "/dashboard", nil)
+	require.Contains(t, body, `data-testid="alerts-empty"`)
+
+	for i, m := range []struct{ team, host string }{{"acme", "shop.staging"}, {"rival", "spy.staging"}} {
+		_, err := b.store.LocalMonitorCreate(ctx, m.team, m.host, time.Minute, store.LocalEffect{Key: fmt.Sprint("m", i), Action: "test"})
+		require.NoError(t, err)
+	}
+	due, err := b.store.LocalMonitorClaimDue(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, due, 2)
+	for _, d := range due {
+		changed, err := b.store.LocalMonitorRecord(ctx, d.MonitorID, false, "no running instance serves "+d.Host)
+		require.NoError(t, err)
+		require.True(t, changed)
+	}
+
+	_, body = b.get(t, c, "/dashboard", nil)
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+	require.NoError(t, err)
+	rows := doc.Find(`[data-testid="alert-row"]`)
+	require.Equal(t, 1, rows.Length(), "only the own team's alerts")
+	require.Equal(t, "shop.staging", rows.AttrOr("data-host", ""))
+	require.Contains(t, rows.Text(), "no running instance serves shop.staging")
 }

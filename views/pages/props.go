@@ -59,6 +59,13 @@ type DashboardProps struct {
 	PendingByPriority                         map[string]int
 	OldestPending                             time.Duration
 	Workers                                   []WorkerRow
+	Alerts                                    []AlertRow // open alerts of local monitors
+}
+
+// AlertRow is an open alert of a local monitor.
+type AlertRow struct {
+	Host, Message string
+	Age           time.Duration
 }
 
 // FormField is one generated input of the submit form.
