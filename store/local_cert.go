@@ -129,3 +129,16 @@ func (s *Store) LocalCertRevokedList(ctx context.Context) ([]LocalRevoked, error
 	}
 	return out, interpretError(rows.Err())
 }
+
+// LocalCertCurrent returns the newest valid (unrevoked, unexpired)
+// certificate for the DNS name host, or ErrNotFound.
+func (s *Store) LocalCertCurrent(ctx context.Context, host string) (*LocalCert, error) {
+	var c LocalCert
+	err := s.pool.QueryRow(ctx, `SELECT serial, host, not_after, cert_pem, key_pem FROM local_certificates
+		WHERE host = $1 AND revoked_at IS NULL AND not_after > now() ORDER BY created_at DESC LIMIT 1`, host).
+		Scan(&c.Serial, &c.Host, &c.NotAfter, &c.CertPEM, &c.KeyPEM)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return &c, nil
+}

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -142,4 +144,120 @@ func TestWebServiceBlueGreen(t *testing.T) {
 	out, err = deploy("2.0.0")
 	require.NoError(t, err, out)
 	serves("2.0.0")
+}
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// TestServeLocal runs the serve command: a deploy is reachable over the
+// proxy and over HTTPS with a certificate of the local CA; with
+// FLIGHTDECK_LOCAL_STOP_ON_EXIT its instance stops with the server, and the
+// next server start restarts it (the route's current instance).
+func TestServeLocal(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.URL(t)
+	spool, err := store.Open(t.Context(), dbURL, 4)
+	require.NoError(t, err)
+	t.Cleanup(spool.Close)
+	st := store.New(spool)
+	ctx := t.Context()
+	_, err = st.UserAdd(ctx, store.UserAddParams{Email: "dev@acme.test", Team: "acme", Role: auth.RoleDeployer})
+	require.NoError(t, err)
+	token, hash := auth.NewSecret(auth.TokenPrefix)
+	require.NoError(t, st.TokenCreate(ctx, "dev@acme.test", "cli", hash))
+
+	addr, tlsAddr := freeAddr(t), freeAddr(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "FLIGHTDECK_LOCAL_STOP_ON_EXIT": "1", "FLIGHTDECK_POLL_INTERVAL": "50ms",
+		"FLIGHTDECK_URL": "http://" + addr, "FLIGHTDECK_TOKEN": token}
+	getenv := func(k string) string { return env[k] }
+	serve := func() (stop func()) {
+		sctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- run(sctx, []string{"serve", "--addr", addr, "--local-tls-addr", tlsAddr, "--workers", "2", "--grace", "5s"}, getenv, io.Discard, t.Output())
+		}()
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			resp, err := http.Get("http://" + addr + "/readyz")
+			if assert.NoError(c, err) {
+				resp.Body.Close()
+				assert.Equal(c, http.StatusOK, resp.StatusCode)
+			}
+		}, 30*time.Second, 20*time.Millisecond)
+		return func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("serve did not stop")
+			}
+		}
+	}
+	appHTTP := func(c *assert.CollectT, version string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+		req.Host = "shop.staging.localhost"
+		resp, err := http.DefaultClient.Do(req)
+		if !assert.NoError(c, err) {
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		assert.Equal(c, http.StatusOK, resp.StatusCode)
+		assert.Contains(c, string(body), "demo app version "+version)
+	}
+
+	stop := serve()
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(ctx, []string{"submit", "--pipeline", "web-service", "--param", "app=shop", "--param", "version=1.0.0", "--watch"},
+		getenv, &out, &errOut), out.String()+errOut.String())
+	require.EventuallyWithT(t, func(c *assert.CollectT) { appHTTP(c, "1.0.0") }, 15*time.Second, 50*time.Millisecond)
+
+	// HTTPS with the certificate issue_cert made, verified against the CA.
+	ca, err := local.LoadCA(ctx, st)
+	require.NoError(t, err)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "shop.staging.localhost"}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+tlsAddr+"/", nil)
+	require.NoError(t, err)
+	req.Host = "shop.staging.localhost"
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Contains(t, string(body), "demo app version 1.0.0")
+
+	route, err := st.LocalRouteGet(ctx, "shop.staging")
+	require.NoError(t, err)
+	inst, err := st.LocalInstanceGet(ctx, route.InstanceID)
+	require.NoError(t, err)
+	stop()
+	_, err = os.Stat(fmt.Sprintf("/proc/%d", inst.PID))
+	require.True(t, os.IsNotExist(err) || zombieOrGone(inst.PID), "the demo app stopped with the server")
+
+	// The next start restarts the route's instance.
+	stop = serve()
+	t.Cleanup(stop)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { appHTTP(c, "1.0.0") }, 30*time.Second, 50*time.Millisecond)
+	again, err := st.LocalInstanceGet(ctx, route.InstanceID)
+	require.NoError(t, err)
+	require.NotEqual(t, inst.PID, again.PID)
+	require.Equal(t, "running", again.State)
+}
+
+// zombieOrGone: an exited child not yet reaped still has /proc/PID.
+func zombieOrGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
