@@ -33,7 +33,7 @@ func (p *Provider) dnsCreate(ctx context.Context, in action.Input, eff store.Loc
 		return nil, fmt.Errorf("route %s: %w", h, err)
 	}
 	if ch.Created {
-		in.Log(fmt.Sprintf("Route %s created: http://%s.localhost/ now reaches it", h, h))
+		in.Log(fmt.Sprintf("Route %s created: requests for %s.localhost now reach it", h, h))
 	} else {
 		in.Log("Route " + h + " exists already; left as it is")
 	}
