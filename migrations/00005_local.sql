@@ -30,6 +30,9 @@ CREATE TABLE local_instances (
     -- the row (and the process it may have left) instead of adding one.
     idempotency_key text NOT NULL UNIQUE,
     created_at      timestamptz NOT NULL DEFAULT now(),
+    -- Moved by every attempt and state change: recovery tells an abandoned
+    -- start from one in progress by it.
+    updated_at      timestamptz NOT NULL DEFAULT now(),
     stopped_at      timestamptz
 );
 CREATE INDEX local_instances_node_state_idx ON local_instances (node, state);

@@ -67,7 +67,7 @@ func (s *Store) LocalInstanceBegin(ctx context.Context, p LocalInstanceBeginPara
 		_, err = tx.Exec(ctx, `
 			INSERT INTO local_instances (team_id, host, version, node, state, idempotency_key)
 			VALUES ($1, $2, $3, $4, 'starting', $5)
-			ON CONFLICT (idempotency_key) DO NOTHING`, teamID, p.Host, p.Version, p.Node, p.Key)
+			ON CONFLICT (idempotency_key) DO UPDATE SET updated_at = now()`, teamID, p.Host, p.Version, p.Node, p.Key)
 		if err != nil {
 			return interpretError(err)
 		}
@@ -94,7 +94,7 @@ func (s *Store) LocalInstanceGetByKey(ctx context.Context, key string) (*LocalIn
 // state) as soon as it exists, so a crash cannot orphan it unrecorded.
 func (s *Store) LocalInstanceSetProcess(ctx context.Context, id string, pid, port int, state string) error {
 	_, err := s.pool.Exec(ctx, `
-		UPDATE local_instances SET pid = $2, port = $3, state = $4,
+		UPDATE local_instances SET pid = $2, port = $3, state = $4, updated_at = now(),
 			stopped_at = CASE WHEN $4 IN ('stopped', 'failed') THEN now() END
 		WHERE id = $1`, id, pid, port, state)
 	return interpretError(err)
@@ -132,7 +132,7 @@ func (s *Store) LocalInstanceActivate(ctx context.Context, id string, eff LocalE
 		if prev != nil && *prev == id {
 			prev = nil
 		}
-		if _, err := tx.Exec(ctx, `UPDATE local_instances SET state = 'running', previous_id = $2 WHERE id = $1`, id, prev); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE local_instances SET state = 'running', previous_id = $2, updated_at = now() WHERE id = $1`, id, prev); err != nil {
 			return interpretError(err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE local_routes SET instance_id = $2, updated_at = now() WHERE host = $1`, inst.Host, id); err != nil {
@@ -174,7 +174,7 @@ type LocalStop struct {
 // LocalInstanceStopped marks a stopped instance and records the effect.
 func (s *Store) LocalInstanceStopped(ctx context.Context, stop LocalStop, eff LocalEffect) error {
 	return s.withTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE local_instances SET state = 'stopped', stopped_at = now() WHERE id = $1`, stop.InstanceID); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE local_instances SET state = 'stopped', stopped_at = now(), updated_at = now() WHERE id = $1`, stop.InstanceID); err != nil {
 			return interpretError(err)
 		}
 		return localEffectRecord(ctx, tx, eff, stop)
@@ -213,10 +213,31 @@ func (s *Store) LocalInstanceIsCurrent(ctx context.Context, id string) (bool, er
 // restarting the same instance, one wins and the other stops its process.
 func (s *Store) LocalInstanceReplaceProcess(ctx context.Context, id string, oldPID, pid, port int) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `
-		UPDATE local_instances SET pid = $3, port = $4, state = 'running', stopped_at = NULL
+		UPDATE local_instances SET pid = $3, port = $4, state = 'running', stopped_at = NULL, updated_at = now()
 		WHERE id = $1 AND pid = $2`, id, oldPID, pid, port)
 	if err != nil {
 		return false, interpretError(err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// LocalInstanceListAbandoned lists node's instances still "starting" with
+// no attempt touching them for longer than idle (by the database clock):
+// starts whose worker died and whose task did not come back for them.
+func (s *Store) LocalInstanceListAbandoned(ctx context.Context, node string, idle time.Duration) ([]LocalInstance, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+localInstanceColumns+` FROM local_instances
+		WHERE node = $1 AND state = 'starting' AND updated_at < now() - make_interval(secs => $2) ORDER BY created_at`, node, idle.Seconds())
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var out []LocalInstance
+	for rows.Next() {
+		i, err := scanLocalInstance(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *i)
+	}
+	return out, interpretError(rows.Err())
 }

@@ -30,9 +30,10 @@ func (p *Provider) instanceStart(ctx context.Context, in action.Input, eff store
 	if err != nil {
 		return nil, err
 	}
-	if inst.PID != 0 {
-		in.Log(fmt.Sprintf("Stopping process %d left by an earlier attempt", inst.PID))
-		p.stop(inst.PID, inst.ID)
+	// An earlier attempt may have left a process, recorded or not.
+	for _, pid := range instancePIDs(inst.ID) {
+		in.Log(fmt.Sprintf("Stopping process %d left by an earlier attempt", pid))
+		p.stop(pid, inst.ID)
 	}
 	in.Log(fmt.Sprintf("Starting demo app %s for %s", v, h))
 	pid, port, err := p.spawn(ctx, inst.ID, v)

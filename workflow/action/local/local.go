@@ -45,7 +45,9 @@
 // the instance) are adopted; a dead one that is its route's current
 // instance is restarted with the same version (so the route keeps serving
 // after a host reboot), other dead ones are marked stopped. Instances still
-// "starting" are left to the re-run of their step, which owns them.
+// "starting" belong to the re-run of their step (same key), which stops
+// what the earlier attempt left; only starts abandoned for AbandonedStart
+// (their task never came back) are stopped and marked failed.
 package local
 
 import (
@@ -74,6 +76,7 @@ const (
 	MonitorIntervalDefault = 30 * time.Second
 	MonitorTickDefault     = time.Second
 	CertValidityDefault    = 90 * 24 * time.Hour
+	AbandonedStartDefault  = 5 * time.Minute
 )
 
 // Config configures the provider.
@@ -98,6 +101,9 @@ type Config struct {
 	MonitorTick time.Duration
 	// CertValidity is an issued certificate's lifetime (default 90 days).
 	CertValidity time.Duration
+	// AbandonedStart: Recover stops a "starting" instance no attempt has
+	// touched for this long (default 5m, well above HealthTimeout).
+	AbandonedStart time.Duration
 }
 
 // Provider implements the local.* actions.
@@ -122,6 +128,7 @@ func New(cfg Config) (*Provider, error) {
 	cfg.MonitorInterval = cmp.Or(cfg.MonitorInterval, MonitorIntervalDefault)
 	cfg.MonitorTick = cmp.Or(cfg.MonitorTick, MonitorTickDefault)
 	cfg.CertValidity = cmp.Or(cfg.CertValidity, CertValidityDefault)
+	cfg.AbandonedStart = cmp.Or(cfg.AbandonedStart, AbandonedStartDefault)
 	p := &Provider{cfg: cfg, st: cfg.Store, log: cfg.Logger, node: cfg.Node, exe: cfg.Executable, procs: map[int]*child{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)

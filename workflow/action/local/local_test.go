@@ -418,6 +418,57 @@ func TestInstanceRerunAfterCrashStartsOnce(t *testing.T) {
 	insts, err := b.st.LocalInstanceListByNode(ctx, "node-a", "starting", "running")
 	require.NoError(t, err)
 	require.Len(t, insts, 1, "one instance for one key")
+
+	// A crash before the pid was even recorded: found by its command line.
+	inst2, err := b.st.LocalInstanceBegin(ctx, store.LocalInstanceBeginParams{Team: "acme", Host: "shop.staging", Version: "2.0.0", Node: "node-a", Key: "k2"})
+	require.NoError(t, err)
+	orphan, _, err := b.p.spawn(ctx, inst2.ID, "2.0.0")
+	require.NoError(t, err)
+	require.Equal(t, []int{orphan}, instancePIDs(inst2.ID))
+	c2 := b.run(t, "local.instance_start", callOpts{key: "k2", with: map[string]any{"version": "2.0.0"}})
+	require.NoError(t, c2.err)
+	require.False(t, ours(orphan, inst2.ID), "the unrecorded process was stopped")
+	require.Equal(t, []int{decode[store.LocalActivation](t, c2.out).PID}, instancePIDs(inst2.ID))
+}
+
+func TestRecoverEndsAbandonedStarts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	require.NoError(t, b.run(t, "local.dns_create", callOpts{key: "dns"}).err)
+	inst, err := b.st.LocalInstanceBegin(ctx, store.LocalInstanceBeginParams{Team: "acme", Host: "shop.staging", Version: "1.0.0", Node: "node-a", Key: "k"})
+	require.NoError(t, err)
+	pid, _, err := b.p.spawn(ctx, inst.ID, "1.0.0")
+	require.NoError(t, err)
+
+	// With the default (minutes), a fresh start is left to its step.
+	rep, err := b.p.Recover(ctx)
+	require.NoError(t, err)
+	require.Empty(t, rep.Failed)
+	require.True(t, ours(pid, inst.ID))
+
+	p2, err := New(Config{Store: b.st, Node: "node-a", Executable: os.Args[0], AbandonedStart: time.Millisecond})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		rep, err := p2.Recover(ctx)
+		require.NoError(t, err)
+		return len(rep.Failed) == 1
+	}, 10*time.Second, 10*time.Millisecond)
+	require.False(t, ours(pid, inst.ID), "its process was stopped")
+	got, err := b.st.LocalInstanceGet(ctx, inst.ID)
+	require.NoError(t, err)
+	require.Equal(t, "failed", got.State)
+
+	// The task coming back later still starts it, once.
+	c := b.run(t, "local.instance_start", callOpts{key: "k", with: map[string]any{"version": "1.0.0"}})
+	require.NoError(t, c.err)
+	require.Equal(t, inst.ID, decode[store.LocalActivation](t, c.out).InstanceID)
+}
+
+func TestChildEnvDropsServerSecrets(t *testing.T) {
+	t.Parallel()
+	got := childEnv([]string{"PATH=/bin", "DATABASE_URL=postgres://u:pw@h/db", "OPENAI_API_KEY=sk", "HOME=/root", "FLIGHTDECK_TOKEN=x", "TZ=UTC"})
+	require.Equal(t, []string{"PATH=/bin", "HOME=/root", "TZ=UTC"}, got)
 }
 
 func TestInstanceInputs(t *testing.T) {

@@ -35,6 +35,7 @@ func (p *Provider) spawn(ctx context.Context, id, version string) (pid, port int
 	defer r.Close()
 	cmd := exec.Command(p.exe, "demoapp", "--version", version, "--addr", "127.0.0.1:0", "--instance", id)
 	cmd.Stdout = w
+	cmd.Env = childEnv(os.Environ())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		w.Close()
@@ -76,6 +77,41 @@ func (p *Provider) spawn(ctx context.Context, id, version string) (pid, port int
 		return 0, 0, fmt.Errorf("demo app %s: %w", version, l.err)
 	}
 	return cmd.Process.Pid, port, nil
+}
+
+// childEnv keeps only what a demo app needs from the server's environment:
+// the server's (DATABASE_URL, API keys, secrets) must not leak into an app.
+func childEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "GORACE", "GOCOVERDIR":
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// instancePIDs finds the live demo-app processes of instance id on this
+// host by their command line: a crash between starting a process and
+// recording its pid leaves one that only this can find.
+func instancePIDs(id string) []int {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if ours(pid, id) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // parseListening reads the demo app's "listening on 127.0.0.1:PORT" line.

@@ -20,9 +20,23 @@ type RecoverReport struct {
 // version so the route keeps serving; if that fails it is marked failed
 // (the route answers 503). Other dead ones (standbys) are marked stopped.
 // Instances still "starting" belong to a step that will be re-run with the
-// same key, which handles them; Recover leaves them alone.
+// same key, which handles them; Recover only ends starts abandoned for
+// longer than AbandonedStart (killing their processes, marked failed).
 func (p *Provider) Recover(ctx context.Context) (RecoverReport, error) {
 	var rep RecoverReport
+	abandoned, err := p.st.LocalInstanceListAbandoned(ctx, p.node, p.cfg.AbandonedStart)
+	if err != nil {
+		return rep, err
+	}
+	for _, inst := range abandoned {
+		for _, pid := range instancePIDs(inst.ID) {
+			p.stop(pid, inst.ID)
+		}
+		if err := p.st.LocalInstanceSetProcess(ctx, inst.ID, 0, inst.Port, "failed"); err != nil {
+			return rep, err
+		}
+		rep.Failed = append(rep.Failed, inst.ID)
+	}
 	insts, err := p.st.LocalInstanceListByNode(ctx, p.node, "running")
 	if err != nil {
 		return rep, err
