@@ -55,17 +55,11 @@ type WorkerRow struct {
 
 // DashboardProps are the inputs of Dashboard.
 type DashboardProps struct {
+	Alerts                                    []AlertRow // open alerts of local monitors (local_alerts.templ)
 	Pending, Running, Waiting, NeedsAttention int
 	PendingByPriority                         map[string]int
 	OldestPending                             time.Duration
 	Workers                                   []WorkerRow
-	Alerts                                    []AlertRow // open alerts of local monitors
-}
-
-// AlertRow is an open alert of a local monitor.
-type AlertRow struct {
-	Host, Message string
-	Age           time.Duration
 }
 
 // FormField is one generated input of the submit form.
