@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,7 +46,10 @@ func BenchmarkInstanceStart(b *testing.B) {
 func benchProvider(b *testing.B) *Provider {
 	st := dbtest.Store(b)
 	testfactory.User(b, st, "dev@acme.test", "acme", auth.RoleDeployer)
-	p, err := New(Config{Store: st, Logger: slog.New(slog.DiscardHandler), Node: "bench", Executable: os.Args[0], HealthTimeout: 30 * time.Second})
+	// LOCAL_BENCH_EXE=bin/flightdeck measures the real binary instead of
+	// the test binary standing in for it.
+	exe := cmp.Or(os.Getenv("LOCAL_BENCH_EXE"), os.Args[0])
+	p, err := New(Config{Store: st, Logger: slog.New(slog.DiscardHandler), Node: "bench", Executable: exe, HealthTimeout: 30 * time.Second})
 	require.NoError(b, err)
 	b.Cleanup(p.StopAll)
 	return p
