@@ -26,6 +26,8 @@ export default defineConfig({
     url: `http://127.0.0.1:${port}/readyz`,
     timeout: 120_000,
     reuseExistingServer: false,
+    // SIGTERM lets the server stop its demo apps (FLIGHTDECK_LOCAL_STOP_ON_EXIT).
+    gracefulShutdown: { signal: 'SIGTERM', timeout: 10_000 },
     stdout: 'pipe',
     stderr: 'pipe',
     env: { E2E_PORT: String(port) },

@@ -4,8 +4,10 @@
 set -eu
 BIN="${FLIGHTDECK_BIN:-../bin/flightdeck}"
 export FLIGHTDECK_DATA_DIR="${FLIGHTDECK_DATA_DIR:-../.data}"
-DATABASE_URL="$("$BIN" db url --fresh flightdeck_e2e)"
+DATABASE_URL="$("$BIN" db url --fresh "${E2E_DB_NAME:-flightdeck_e2e}")"
 export DATABASE_URL
 export FLIGHTDECK_DEV=1
+# Demo apps deployed by the tests stop with the server instead of outliving it.
+export FLIGHTDECK_LOCAL_STOP_ON_EXIT=1
 export FLIGHTDECK_DEV_PASSWORD="${FLIGHTDECK_DEV_PASSWORD:-e2e-demo-password}"
 exec "$BIN" serve --addr "127.0.0.1:${E2E_PORT:-18731}" --workers 4

@@ -29,8 +29,15 @@ func (h *Handler) loadDashboard(ctx context.Context, u *auth.User) (pages.Dashbo
 	if err != nil {
 		return pages.DashboardProps{}, err
 	}
+	alerts, err := h.store.LocalAlertList(ctx, u.TeamIDs(), true, 50)
+	if err != nil {
+		return pages.DashboardProps{}, err
+	}
 	p := pages.DashboardProps{PendingByPriority: map[string]int{}}
 	now := time.Now()
+	for _, a := range alerts {
+		p.Alerts = append(p.Alerts, pages.AlertRow{Host: a.Host, Message: a.Message, Age: now.Sub(a.OpenedAt)})
+	}
 	for _, qc := range counts {
 		switch qc.State {
 		case task.StatePending, task.StateScheduled:

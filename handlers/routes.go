@@ -20,12 +20,15 @@ func New(d Deps) *echo.Echo {
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: newRequestID}))
 	e.Use(h.observe) // request logger + metrics
 	e.Use(h.recoverPanic)
+	// Local routes (<app>.<env>.localhost) go to their instance before any auth.
+	e.Use(h.localProxy(newLocalRouteCache()))
 
 	// Probes and metrics: no auth, no team data.
 	e.GET("/healthz", h.healthz)
 	e.GET("/readyz", h.readyz)
 	e.GET("/metrics", h.metricsHandler)
 	e.GET("/static/*", echo.WrapHandler(static.Handler()))
+	e.GET("/local/ca.crl", h.localCACRL)
 
 	// Browser pages: session cookie + CSRF.
 	pages := e.Group("", middleware.BodyLimit("1M"), h.csrf, h.authenticate)

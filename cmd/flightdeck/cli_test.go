@@ -41,7 +41,7 @@ func TestSubmitWatch(t *testing.T) {
 	n := event.NewNotifier(st, logger)
 	hub := event.NewHub()
 	hub.Attach(n)
-	pool := queue.New(st, taskHandlers(cfg, st, catalog, logger), hub, queue.Config{Workers: 2, PollInterval: 20 * time.Millisecond, Logger: logger})
+	pool := queue.New(st, taskHandlers(cfg, st, catalog, logger, nil), hub, queue.Config{Workers: 2, PollInterval: 20 * time.Millisecond, Logger: logger})
 	pool.Attach(n)
 	srv := httptest.NewServer(handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: logger, Pipelines: catalog, Hub: hub}))
 	bg, cancel := context.WithCancel(context.Background())

@@ -8,6 +8,7 @@ import (
 	"flightdeck/internal/config"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
+	"flightdeck/workflow/action/local"
 	"flightdeck/workflow/artifact"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
@@ -16,12 +17,15 @@ import (
 )
 
 // taskHandlers wires the handler of each task kind: deploys run as sagas
-// over the registered actions.
-func taskHandlers(cfg config.Config, st *store.Store, catalog *pipeline.Catalog, logger *slog.Logger) map[task.Kind]queue.Handler {
+// over the registered actions (local.* when lp is not nil).
+func taskHandlers(cfg config.Config, st *store.Store, catalog *pipeline.Catalog, logger *slog.Logger, lp *local.Provider) map[task.Kind]queue.Handler {
 	actions := action.Registry{
 		"noop": action.Noop,
 		"exec": action.Exec{},
 		"http": action.HTTP{Breakers: action.NewBreakers(action.BreakerConfig{})},
+	}
+	if lp != nil {
+		lp.Register(actions)
 	}
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: actions, Logger: logger,
 		Artifacts: artifactSink{artifact.New(st, cfg.ArtifactMaxBytes)}, Secrets: cfg.SecretValues})
@@ -48,4 +52,9 @@ func loadCatalog(cfg config.Config) (*pipeline.Catalog, error) {
 		all = append(all, loaded...)
 	}
 	return pipeline.NewCatalog(all...)
+}
+
+// localProvider is the local provider of this node.
+func localProvider(cfg config.Config, st *store.Store, logger *slog.Logger) (*local.Provider, error) {
+	return local.New(local.Config{Store: st, Logger: logger, MonitorInterval: cfg.LocalMonitorInterval, MonitorTick: cfg.LocalMonitorTick})
 }

@@ -29,6 +29,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker pool size")
 	fs.StringVar(&cfg.Role, "role", cfg.Role, "all, web or worker")
 	fs.DurationVar(&cfg.Grace, "grace", cfg.Grace, "how long running steps may finish on SIGTERM")
+	fs.StringVar(&cfg.LocalTLSAddr, "local-tls-addr", cfg.LocalTLSAddr, "also serve local routes over HTTPS here (certificates of the local CA)")
 	noMigrate := fs.Bool("no-migrate", false, "do not run migrations on start")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -66,16 +67,29 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	notifier := event.NewNotifier(st, env.logger)
 	hub := event.NewHub()
 	hub.Attach(notifier)
+	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
 	var pool *queue.Pool
 	if cfg.Role != "web" {
-		pool = queue.New(st, taskHandlers(cfg, st, catalog, env.logger), hub, queue.Config{
+		// Local instances run on worker nodes: adopt or restart this node's
+		// before claiming tasks, then keep their monitors probing.
+		lp, err := localProvider(cfg, st, env.logger)
+		if err != nil {
+			return err
+		}
+		if _, err := lp.Recover(ctx); err != nil {
+			return fmt.Errorf("error recovering local instances: %w", err)
+		}
+		go lp.RunMonitors(bgCtx) //nolint:errcheck // returns when bgCtx ends
+		if cfg.LocalStopOnExit {
+			defer lp.StopAll() // when serve returns, after the pool stopped
+		}
+		pool = queue.New(st, taskHandlers(cfg, st, catalog, env.logger, lp), hub, queue.Config{
 			Workers: cfg.Workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, Grace: cfg.Grace,
 			IdempotencyTTL: cfg.IdempotencyTTL, Logger: env.logger,
 		})
 		pool.Attach(notifier)
 	}
-	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBG()
 	go notifier.Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 
 	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: env.logger, Registry: reg, Pipelines: catalog, Hub: hub})
@@ -101,6 +115,14 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}()
 	env.logger.Info("Serving", "addr", ln.Addr().String(), "role", cfg.Role, "workers", cfg.Workers, "url", cfg.PublicURL())
+	if cfg.LocalTLSAddr != "" {
+		tlsAddr, stopTLS, err := serveLocalTLS(cfg.LocalTLSAddr, st, e, env.logger)
+		if err != nil {
+			return err
+		}
+		defer stopTLS(context.Background())
+		env.logger.Info("Serving local routes over HTTPS", "addr", tlsAddr)
+	}
 
 	select {
 	case err := <-errc:

@@ -58,6 +58,18 @@ type Config struct {
 	// (FLIGHTDECK_SECRET_ENV, comma-separated); SecretValues reads them.
 	SecretEnv    []string
 	secretValues []string
+	// LocalMonitorInterval is a new local monitor's probe interval
+	// (FLIGHTDECK_LOCAL_MONITOR_INTERVAL, default 30s); LocalMonitorTick how
+	// often due monitors are looked for (FLIGHTDECK_LOCAL_MONITOR_TICK, default 1s).
+	LocalMonitorInterval time.Duration
+	LocalMonitorTick     time.Duration
+	// LocalTLSAddr also serves local routes over HTTPS (FLIGHTDECK_LOCAL_TLS_ADDR,
+	// --local-tls-addr; default "": off).
+	LocalTLSAddr string
+	// LocalStopOnExit stops the demo apps this process started when it stops
+	// (FLIGHTDECK_LOCAL_STOP_ON_EXIT=1; default off: they keep serving and a
+	// restarted server adopts them).
+	LocalStopOnExit bool
 }
 
 // Load reads the configuration from getenv and validates it.
@@ -125,6 +137,10 @@ func Load(getenv func(string) string) (Config, error) {
 		SecretEnv:      splitList(getenv("FLIGHTDECK_SECRET_ENV")),
 	}
 	c.ArtifactMaxBytes = int64(num("FLIGHTDECK_ARTIFACT_MAX_BYTES", 64<<20))
+	c.LocalMonitorInterval = dur("FLIGHTDECK_LOCAL_MONITOR_INTERVAL", 30*time.Second)
+	c.LocalMonitorTick = dur("FLIGHTDECK_LOCAL_MONITOR_TICK", time.Second)
+	c.LocalTLSAddr = getenv("FLIGHTDECK_LOCAL_TLS_ADDR")
+	c.LocalStopOnExit = isTrue(getenv("FLIGHTDECK_LOCAL_STOP_ON_EXIT"))
 	for _, name := range c.SecretEnv {
 		if v := getenv(name); v != "" {
 			c.secretValues = append(c.secretValues, v)

@@ -76,6 +76,7 @@ type WorkerRow struct {
 
 // DashboardProps are the inputs of Dashboard.
 type DashboardProps struct {
+	Alerts                                    []AlertRow // open alerts of local monitors (local_alerts.templ)
 	Pending, Running, Waiting, NeedsAttention int
 	PendingByPriority                         map[string]int
 	OldestPending                             time.Duration

@@ -1,0 +1,120 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"flightdeck/store"
+	"flightdeck/workflow/action/local"
+)
+
+// localRouteTTL: how long a serve process trusts what it read about a route;
+// every process reads the same rows, so all route alike within this delay.
+const localRouteTTL = 2 * time.Second
+
+// localProxy sends a request whose Host names a local route
+// (<app>.<env>[.localhost][:port]) to the route's current instance, answers
+// 503 while the route has none, and 404 for an unknown *.localhost route.
+// Other hosts reach the app.
+func (h *Handler) localProxy(routes *localRouteCache) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			host := local.RouteHost(r.Host)
+			if host == "" {
+				return next(c)
+			}
+			t, found, err := routes.get(r.Context(), h.store, host)
+			if err != nil {
+				return err
+			}
+			if !found {
+				if hostname(r.Host) != host { // asked for <x>.localhost
+					return c.String(http.StatusNotFound, fmt.Sprintf("no route for %s\n", host))
+				}
+				return next(c)
+			}
+			if t.InstanceID == "" {
+				return c.String(http.StatusServiceUnavailable, fmt.Sprintf("no instance serves %s yet\n", host))
+			}
+			target := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", fmt.Sprint(t.Port))}
+			p := &httputil.ReverseProxy{
+				Rewrite: func(pr *httputil.ProxyRequest) {
+					pr.SetURL(target)
+					pr.Out.Host = pr.In.Host // the app sees the name it was asked by
+					pr.SetXForwarded()
+				},
+				Transport: localTransport,
+				ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+					h.logger.Warn("Local instance did not answer", "host", host, "instance_id", t.InstanceID, "error", err)
+					http.Error(w, fmt.Sprintf("the instance of %s did not answer", host), http.StatusBadGateway)
+				},
+			}
+			p.ServeHTTP(c.Response(), r)
+			return nil
+		}
+	}
+}
+
+var localTransport = &http.Transport{
+	DialContext:           (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
+	MaxIdleConnsPerHost:   16,
+	IdleConnTimeout:       30 * time.Second,
+	ResponseHeaderTimeout: 30 * time.Second,
+}
+
+func hostname(hostHeader string) string {
+	h := strings.ToLower(hostHeader)
+	if hh, _, err := net.SplitHostPort(h); err == nil {
+		h = hh
+	}
+	return strings.TrimSuffix(h, ".")
+}
+
+// localRouteCache remembers route lookups (found or not) for localRouteTTL.
+type localRouteCache struct {
+	mu      sync.Mutex
+	entries map[string]localRouteEntry
+}
+
+type localRouteEntry struct {
+	target  store.LocalTarget
+	found   bool
+	expires time.Time
+}
+
+func newLocalRouteCache() *localRouteCache {
+	return &localRouteCache{entries: map[string]localRouteEntry{}}
+}
+
+func (rc *localRouteCache) get(ctx context.Context, st *store.Store, host string) (store.LocalTarget, bool, error) {
+	now := time.Now()
+	rc.mu.Lock()
+	e, ok := rc.entries[host]
+	rc.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.target, e.found, nil
+	}
+	t, err := st.LocalRouteTarget(ctx, host)
+	found := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return t, false, err
+	}
+	rc.mu.Lock()
+	if len(rc.entries) > 10000 { // many made-up hosts: start over rather than grow
+		clear(rc.entries)
+	}
+	rc.entries[host] = localRouteEntry{target: t, found: found, expires: now.Add(localRouteTTL)}
+	rc.mu.Unlock()
+	return t, found, nil
+}

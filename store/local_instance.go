@@ -1,0 +1,243 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// LocalInstance is a row of local_instances: one demo-app process.
+type LocalInstance struct {
+	ID         string
+	TeamID     string
+	Host       string
+	Version    string
+	PID        int
+	Port       int
+	Node       string
+	State      string // starting | running | stopped | failed
+	PreviousID string
+	Key        string
+	CreatedAt  time.Time
+}
+
+const localInstanceColumns = `id, team_id, host, version, pid, port, node, state, coalesce(previous_id::text, ''), idempotency_key, created_at`
+
+func scanLocalInstance(row pgx.Row) (*LocalInstance, error) {
+	var i LocalInstance
+	var pid, port int32
+	if err := row.Scan(&i.ID, &i.TeamID, &i.Host, &i.Version, &pid, &port, &i.Node, &i.State, &i.PreviousID, &i.Key, &i.CreatedAt); err != nil {
+		return nil, interpretError(err)
+	}
+	i.PID, i.Port = int(pid), int(port)
+	return &i, nil
+}
+
+// LocalInstanceBeginParams describe an instance about to be started.
+type LocalInstanceBeginParams struct {
+	Team    string // team name
+	Host    string // the route it will serve
+	Version string
+	Node    string // the host running it
+	Key     string // instance_start's idempotency key
+}
+
+// LocalInstanceBegin records an instance in state starting before its
+// process exists, so a crash mid-start leaves a row that recovery (or the
+// re-run with the same key) finds. A re-run gets the same row back, with the
+// pid of the process the earlier attempt may have left behind.
+func (s *Store) LocalInstanceBegin(ctx context.Context, p LocalInstanceBeginParams) (*LocalInstance, error) {
+	var inst *LocalInstance
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		teamID, err := localTeamID(ctx, tx, p.Team)
+		if err != nil {
+			return err
+		}
+		var owner string
+		err = tx.QueryRow(ctx, `SELECT team_id FROM local_routes WHERE host = $1`, p.Host).Scan(&owner)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && owner != teamID) {
+			return fmt.Errorf("%w: no route %s for team %s (run local.dns_create first)", ErrNotFound, p.Host, p.Team)
+		}
+		if err != nil {
+			return interpretError(err)
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO local_instances (team_id, host, version, node, state, idempotency_key)
+			VALUES ($1, $2, $3, $4, 'starting', $5)
+			ON CONFLICT (idempotency_key) DO UPDATE SET updated_at = now()`, teamID, p.Host, p.Version, p.Node, p.Key)
+		if err != nil {
+			return interpretError(err)
+		}
+		inst, err = scanLocalInstance(tx.QueryRow(ctx, `SELECT `+localInstanceColumns+` FROM local_instances WHERE idempotency_key = $1`, p.Key))
+		return err
+	})
+	return inst, err
+}
+
+// LocalInstanceGet returns an instance by id.
+func (s *Store) LocalInstanceGet(ctx context.Context, id string) (*LocalInstance, error) {
+	if !validUUID(id) {
+		return nil, ErrNotFound
+	}
+	return scanLocalInstance(s.pool.QueryRow(ctx, `SELECT `+localInstanceColumns+` FROM local_instances WHERE id = $1`, id))
+}
+
+// LocalInstanceGetByKey returns the instance an instance_start with key made.
+func (s *Store) LocalInstanceGetByKey(ctx context.Context, key string) (*LocalInstance, error) {
+	return scanLocalInstance(s.pool.QueryRow(ctx, `SELECT `+localInstanceColumns+` FROM local_instances WHERE idempotency_key = $1`, key))
+}
+
+// LocalInstanceSetProcess records the process of an instance (pid, port,
+// state) as soon as it exists, so a crash cannot orphan it unrecorded.
+func (s *Store) LocalInstanceSetProcess(ctx context.Context, id string, pid, port int, state string) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE local_instances SET pid = $2, port = $3, state = $4, updated_at = now(),
+			stopped_at = CASE WHEN $4 IN ('stopped', 'failed') THEN now() END
+		WHERE id = $1`, id, pid, port, state)
+	return interpretError(err)
+}
+
+// LocalActivation is what instance_start did; also its output.
+type LocalActivation struct {
+	InstanceID string `json:"instance_id"`
+	Host       string `json:"host"`
+	Version    string `json:"version"`
+	Port       int    `json:"port"`
+	PID        int    `json:"pid"`
+	PreviousID string `json:"previous_id,omitempty"`
+}
+
+// LocalInstanceActivate makes a started instance its route's current one,
+// remembering the instance it replaces, and records the effect. It returns
+// the route's older instances still running on this node: standbys beyond
+// the one kept for an undo, for the caller to stop.
+func (s *Store) LocalInstanceActivate(ctx context.Context, id string, eff LocalEffect) (LocalActivation, []LocalInstance, error) {
+	var act LocalActivation
+	var stale []LocalInstance
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		inst, err := scanLocalInstance(tx.QueryRow(ctx, `SELECT `+localInstanceColumns+` FROM local_instances WHERE id = $1 FOR UPDATE`, id))
+		if err != nil {
+			return err
+		}
+		// Locking the route serialises two deploys of one host: each sees
+		// the other's result as its previous instance.
+		var prev *string
+		err = tx.QueryRow(ctx, `SELECT instance_id FROM local_routes WHERE host = $1 FOR UPDATE`, inst.Host).Scan(&prev)
+		if err != nil {
+			return fmt.Errorf("route %s: %w", inst.Host, interpretError(err))
+		}
+		if prev != nil && *prev == id {
+			prev = nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE local_instances SET state = 'running', previous_id = $2, updated_at = now() WHERE id = $1`, id, prev); err != nil {
+			return interpretError(err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE local_routes SET instance_id = $2, updated_at = now() WHERE host = $1`, inst.Host, id); err != nil {
+			return interpretError(err)
+		}
+		act = LocalActivation{InstanceID: id, Host: inst.Host, Version: inst.Version, Port: inst.Port, PID: inst.PID}
+		if prev != nil {
+			act.PreviousID = *prev
+		}
+		rows, err := tx.Query(ctx, `SELECT `+localInstanceColumns+` FROM local_instances
+			WHERE host = $1 AND node = $2 AND state = 'running' AND id <> $3 AND id IS DISTINCT FROM $4::uuid`, inst.Host, inst.Node, id, prev)
+		if err != nil {
+			return interpretError(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			o, err := scanLocalInstance(rows)
+			if err != nil {
+				return err
+			}
+			stale = append(stale, *o)
+		}
+		if err := rows.Err(); err != nil {
+			return interpretError(err)
+		}
+		return localEffectRecord(ctx, tx, eff, act)
+	})
+	return act, stale, err
+}
+
+// LocalStop is what instance_stop did; also its output.
+type LocalStop struct {
+	InstanceID string `json:"instance_id"`
+	Host       string `json:"host"`
+	Version    string `json:"version"`
+	RestoredID string `json:"restored_id,omitempty"` // the instance made current again
+}
+
+// LocalInstanceStopped marks a stopped instance and records the effect.
+func (s *Store) LocalInstanceStopped(ctx context.Context, stop LocalStop, eff LocalEffect) error {
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE local_instances SET state = 'stopped', stopped_at = now(), updated_at = now() WHERE id = $1`, stop.InstanceID); err != nil {
+			return interpretError(err)
+		}
+		return localEffectRecord(ctx, tx, eff, stop)
+	})
+}
+
+// LocalInstanceListByNode lists the instances on node in one of states,
+// oldest first (crash recovery).
+func (s *Store) LocalInstanceListByNode(ctx context.Context, node string, states ...string) ([]LocalInstance, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+localInstanceColumns+` FROM local_instances
+		WHERE node = $1 AND state = ANY($2) ORDER BY created_at`, node, states)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var out []LocalInstance
+	for rows.Next() {
+		i, err := scanLocalInstance(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *i)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// LocalInstanceIsCurrent reports whether id is its route's current instance.
+func (s *Store) LocalInstanceIsCurrent(ctx context.Context, id string) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM local_routes WHERE instance_id = $1)`, id).Scan(&ok)
+	return ok, interpretError(err)
+}
+
+// LocalInstanceReplaceProcess records a restarted process for an instance
+// if its pid is still oldPID, and reports whether it did: of two processes
+// restarting the same instance, one wins and the other stops its process.
+func (s *Store) LocalInstanceReplaceProcess(ctx context.Context, id string, oldPID, pid, port int) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE local_instances SET pid = $3, port = $4, state = 'running', stopped_at = NULL, updated_at = now()
+		WHERE id = $1 AND pid = $2`, id, oldPID, pid, port)
+	if err != nil {
+		return false, interpretError(err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// LocalInstanceListAbandoned lists node's instances still "starting" with
+// no attempt touching them for longer than idle (by the database clock):
+// starts whose worker died and whose task did not come back for them.
+func (s *Store) LocalInstanceListAbandoned(ctx context.Context, node string, idle time.Duration) ([]LocalInstance, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+localInstanceColumns+` FROM local_instances
+		WHERE node = $1 AND state = 'starting' AND updated_at < now() - make_interval(secs => $2) ORDER BY created_at`, node, idle.Seconds())
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var out []LocalInstance
+	for rows.Next() {
+		i, err := scanLocalInstance(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *i)
+	}
+	return out, interpretError(rows.Err())
+}
