@@ -70,3 +70,66 @@ test('web-service deploys on this host; a broken version rolls back and v1 keeps
   expect(crl.status()).toBe(200);
   expect(crl.headers()['content-type']).toBe('application/pkix-crl');
 });
+
+async function deployTo(page: Page, appName: string, version: string, env: string) {
+  await page.goto('/tasks/new?pipeline=web-service');
+  await page.getByTestId('field-app').fill(appName);
+  await page.getByTestId('field-version').fill(version);
+  await page.getByTestId('field-env').selectOption(env);
+  await page.getByTestId('submit-task').click();
+  await expect(page).toHaveURL(/\/tasks\/[0-9a-f-]{36}$/);
+  return page.url().split('/').pop()!;
+}
+
+test('a production deploy waits for a second person, who approves it live', async ({ browser }) => {
+  test.setTimeout(120_000);
+  const prodApp = `${app}p`;
+  const dev = await signIn(browser, 'dev@demo.local');
+  const state = dev.locator('#task-state [data-testid="state-badge"]');
+  const id = await deployTo(dev, prodApp, '2.0.0', 'production');
+  await expect(state).toHaveAttribute('data-state', 'awaiting_approval');
+  await expect(step(dev, 'issue_cert')).toHaveAttribute('data-state', 'completed');
+  await expect(step(dev, 'deploy_container')).toHaveAttribute('data-state', 'pending');
+  // The requester cannot decide their own deploy.
+  await expect(dev.getByTestId('approve')).toHaveCount(0);
+  await expect(dev.getByTestId('approval-why-not')).toContainText('four eyes');
+
+  const approver = await signIn(browser, 'approver@demo.local');
+  await approver.goto(`/tasks/${id}`);
+  await approver.getByTestId('approval-comment').fill('prod window open');
+  await approver.getByTestId('approve').click();
+
+  // The requester's page follows without a reload, to the end.
+  await expect(state).toHaveAttribute('data-state', 'completed');
+  await expect(step(dev, 'deploy_container')).toHaveAttribute('data-state', 'completed');
+  await expect(dev.getByTestId('approval-decision')).toContainText('approved by approver@demo.local');
+  await dev.screenshot({ path: 'test-results/deploy-production-approved.png', fullPage: true });
+  const site = await dev.context().newPage();
+  await site.goto(`http://${prodApp}.production.localhost:${port}/`);
+  await expect(site.getByTestId('demoapp-version')).toHaveText('demo app version 2.0.0');
+});
+
+test('cancelling a production deploy undoes its steps in reverse order', async ({ browser }) => {
+  test.setTimeout(120_000);
+  const dev = await signIn(browser, 'dev@demo.local');
+  const state = dev.locator('#task-state [data-testid="state-badge"]');
+  const id = await deployTo(dev, `${app}c`, '3.0.0', 'production');
+  await expect(state).toHaveAttribute('data-state', 'awaiting_approval');
+  await dev.getByTestId('cancel-open').click();
+  await dev.getByTestId('cancel-confirm').click();
+  await expect(state).toHaveAttribute('data-state', 'cancelled');
+  const lane = dev.locator('[data-testid="compensation-row"]');
+  await expect(lane).toHaveCount(2);
+  await expect(lane.nth(0)).toHaveAttribute('data-step', 'issue_cert');
+  await expect(lane.nth(1)).toHaveAttribute('data-step', 'create_dns');
+  await expect(lane.nth(0)).toHaveAttribute('data-state', 'compensated');
+  await expect(lane.nth(1)).toHaveAttribute('data-state', 'compensated');
+  await dev.screenshot({ path: 'test-results/deploy-cancelled-compensated.png', fullPage: true });
+
+  // The event log says the same order: the certificate first, then the route.
+  const res = await dev.request.get(`/api/v1/tasks/${id}/events`);
+  expect(res.status()).toBe(200);
+  const events: { type: string; step_name: string }[] = (await res.json()).events;
+  const undone = events.filter(e => e.type === 'step.compensated').map(e => e.step_name);
+  expect(undone).toEqual(['issue_cert', 'create_dns']);
+});
