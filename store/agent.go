@@ -129,7 +129,7 @@ func scanQuestion(row pgx.Row) (*Question, error) {
 // task in awaiting_input without a lease, all in one transaction, so the
 // task holds no worker while it waits. The agent.question event carries
 // the question's id.
-func (s *Store) AgentQuestionPark(ctx context.Context, taskID, token string, a AgentState, budget, callSeq int, text string, ev task.Event) (*Question, error) {
+func (s *Store) AgentQuestionPark(ctx context.Context, taskID, token string, a AgentState, budget, callSeq int, text string, prior []task.Event, ev task.Event) (*Question, error) {
 	var out *Question
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var teamID string
@@ -158,7 +158,7 @@ func (s *Store) AgentQuestionPark(ctx context.Context, taskID, token string, a A
 		}
 		ev.Data, _ = json.Marshal(data)
 		stateData, _ := json.Marshal(map[string]any{"state": task.StateAwaitingInput})
-		events := []task.Event{ev, {Type: task.EventTaskState, Status: task.StatusLog, Message: "Waiting for an answer", Data: stateData}}
+		events := append(prior, ev, task.Event{Type: task.EventTaskState, Status: task.StatusLog, Message: "Waiting for an answer", Data: stateData})
 		return agentStateSave(ctx, tx, taskID, token, a, budget, events,
 			`, state = 'awaiting_input', lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL`)
 	})
