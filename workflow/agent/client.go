@@ -64,7 +64,9 @@ type StatusError struct {
 	Err    error
 }
 
-func (e *StatusError) Error() string { return fmt.Sprintf("LLM server answered %d: %v", e.Status, e.Err) }
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("LLM server answered %d: %v", e.Status, e.Err)
+}
 func (e *StatusError) Unwrap() error { return e.Err }
 
 // ErrBadReply: the server answered something that is not a usable
