@@ -56,6 +56,7 @@ func New(d Deps) *echo.Echo {
 	api.POST("/tasks/:id/resolve", h.apiTaskResolve)
 	api.POST("/tasks/:id/approvals/:approval_id/approve", h.apiApprovalApprove)
 	api.POST("/tasks/:id/approvals/:approval_id/reject", h.apiApprovalReject)
+	api.POST("/tasks/:id/questions/:question_id/answer", h.apiQuestionAnswer)
 	api.GET("/pipelines", h.apiPipelineList)
 	api.GET("/artifacts/:id", h.apiArtifactGet)
 	api.GET("/artifacts/:id/meta", h.apiArtifactMeta)
