@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +15,9 @@ import (
 
 	"flightdeck/internal/config"
 	"flightdeck/internal/llmtest"
+	"flightdeck/store"
 	"flightdeck/workflow/agent"
+	"flightdeck/workflow/artifact"
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
@@ -22,6 +26,10 @@ import (
 // setupAgents is setup with an LLM configured (the fake server) and a
 // worker pool running agent tasks.
 func setupAgents(t *testing.T) (*testBundle, *llmtest.Server) {
+	return setupAgentsWith(t, nil)
+}
+
+func setupAgentsWith(t *testing.T, deploy queue.Handler) (*testBundle, *llmtest.Server) {
 	t.Helper()
 	llm := llmtest.New(t)
 	b := setupWith(t, func(c *config.Config) { c.OpenAIBaseURL = llm.URL })
@@ -29,7 +37,11 @@ func setupAgents(t *testing.T) (*testBundle, *llmtest.Server) {
 	r := agent.NewRunner(agent.Config{Client: agent.NewOpenAI(agent.OpenAIConfig{BaseURL: llm.URL}), Logger: logger,
 		Retry: agent.RetryConfig{BackoffBase: time.Millisecond}})
 	n := event.NewNotifier(b.store, nil)
-	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindAgent: r}, nil, queue.Config{
+	handlers := map[task.Kind]queue.Handler{task.KindAgent: r}
+	if deploy != nil {
+		handlers[task.KindDeploy] = deploy
+	}
+	p := queue.New(b.store, handlers, nil, queue.Config{
 		Workers: 2, PollInterval: 20 * time.Millisecond, Grace: 10 * time.Millisecond, Logger: logger})
 	p.Attach(n)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -123,5 +135,98 @@ func TestAgentAPI(t *testing.T) {
 		// Notes to a finished task: conflict.
 		ws.send(fmt.Sprintf(`{"type":"message","task_id":%q,"text":"late","id":"m2"}`, id))
 		require.Equal(t, "conflict", ws.next()["code"])
+	})
+}
+
+// failingDeploy fails every deploy in its step deploy_container, keeping
+// the step's output as an artifact.
+var failingDeploy = queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+	st := j.Store()
+	if _, err := st.StepsInit(ctx, j.Task.ID, j.Token(), []store.StepInit{{Idx: 1, Name: "deploy_container", IdempotencyKey: "k"}}); err != nil {
+		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
+	}
+	w, err := artifact.New(st, 0).Create(ctx, j.Task.ID, j.Task.TeamID, 1, "deploy_container.log", nil)
+	if err != nil {
+		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
+	}
+	_, _ = w.Write([]byte("starting shop\nERROR listen tcp :8080: address already in use\n"))
+	if _, err := w.Close(); err != nil {
+		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
+	}
+	msg := "health check failed"
+	if err := st.StepWrite(ctx, j.Task.ID, j.Token(), store.StepWrite{Idx: 1, State: "failed", Finish: true, Error: &msg}); err != nil {
+		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
+	}
+	return queue.Outcome{State: task.StateFailed, Error: "step deploy_container failed: " + msg}
+})
+
+func TestExplainFailure(t *testing.T) {
+	t.Parallel()
+	b, llm := setupAgentsWith(t, failingDeploy)
+	llm.Push(llmtest.Reply{Content: "Port 8080 was taken by another process."})
+	r := b.api(t, http.MethodPost, "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+	deployID := r.body["id"].(string)
+
+	r = b.api(t, http.MethodPost, "/api/v1/tasks/"+deployID+"/explain", b.bobToken, "", nil)
+	require.Equal(t, http.StatusNotFound, r.status, "another team's task")
+	b.waitState(t, deployID, "failed")
+
+	// The page offers the action.
+	c := b.browser(t)
+	b.login(t, c, "alice@acme.test", testPassword)
+	_, page := b.get(t, c, "/tasks/"+deployID, nil)
+	require.Contains(t, page, `data-testid="explain-failure"`)
+
+	r = b.api(t, http.MethodPost, "/api/v1/tasks/"+deployID+"/explain", b.aliceToken, "", nil)
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+	require.Equal(t, "agent", r.body["kind"])
+	require.Equal(t, "alice@acme.test", r.body["created_by"])
+	prompt := r.body["prompt"].(string)
+	require.Contains(t, prompt, "deploy_container")
+	require.Contains(t, prompt, "address already in use")
+	agentID := r.body["id"].(string)
+	r = b.waitState(t, agentID, "completed")
+	require.Equal(t, map[string]any{"text": "Port 8080 was taken by another process."}, r.body["result"])
+	require.Contains(t, llm.Requests()[0].Messages[1].Content, "address already in use")
+
+	// Only failed deploys.
+	r = b.api(t, http.MethodPost, "/api/v1/tasks/"+agentID+"/explain", b.aliceToken, "", nil)
+	require.Equal(t, http.StatusConflict, r.status)
+}
+
+func TestAgentPages(t *testing.T) {
+	t.Parallel()
+
+	t.Run("WithoutAnLLMThePageSaysHowToConfigureOne", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		c := b.browser(t)
+		b.login(t, c, "alice@acme.test", testPassword)
+		res, page := b.get(t, c, "/agent", nil)
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		require.Contains(t, page, `data-testid="agent-disabled"`)
+		require.Contains(t, page, "OPENAI_BASE_URL=http://localhost:11434/v1")
+		require.NotContains(t, page, `data-testid="agent-form"`)
+		r := b.api(t, http.MethodPost, "/api/v1/tasks", b.aliceToken, `{"kind":"agent","prompt":"hi"}`, nil)
+		require.Equal(t, http.StatusUnprocessableEntity, r.status)
+		require.Contains(t, r.raw, "OPENAI_BASE_URL")
+	})
+
+	t.Run("FormStartsAnAgentTask", func(t *testing.T) {
+		t.Parallel()
+		b, llm := setupAgents(t)
+		llm.Push(llmtest.Reply{Content: "hello"})
+		c := b.browser(t)
+		b.login(t, c, "alice@acme.test", testPassword)
+		tok := b.csrfFrom(t, c, "/agent")
+		res, err := c.PostForm(b.srv.URL+"/agent", url.Values{"prompt": {"say hello"}, "_csrf": {tok}})
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		id := strings.TrimPrefix(res.Header.Get("Location"), "/tasks/")
+		b.waitState(t, id, "completed")
+		_, page := b.get(t, c, "/tasks/"+id, nil)
+		require.Contains(t, page, `data-testid="agent-answer"`)
 	})
 }

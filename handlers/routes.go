@@ -41,6 +41,9 @@ func New(d Deps) *echo.Echo {
 	app.POST("/tasks", h.taskCreate)
 	app.GET("/tasks/:id", h.taskShow)
 	app.POST("/tasks/:id/resolve", h.taskResolve)
+	app.POST("/tasks/:id/explain", h.taskExplain)
+	app.GET("/agent", h.agentNew)
+	app.POST("/agent", h.agentCreate)
 	app.GET("/dashboard", h.dashboardShow)
 	app.GET("/pipelines", h.pipelineList)
 
@@ -57,6 +60,7 @@ func New(d Deps) *echo.Echo {
 	api.POST("/tasks/:id/approvals/:approval_id/approve", h.apiApprovalApprove)
 	api.POST("/tasks/:id/approvals/:approval_id/reject", h.apiApprovalReject)
 	api.POST("/tasks/:id/questions/:question_id/answer", h.apiQuestionAnswer)
+	api.POST("/tasks/:id/explain", h.apiTaskExplain)
 	api.GET("/pipelines", h.apiPipelineList)
 	api.GET("/artifacts/:id", h.apiArtifactGet)
 	api.GET("/artifacts/:id/meta", h.apiArtifactMeta)
