@@ -231,4 +231,50 @@ func TestAgentRobustness(t *testing.T) {
 		require.Len(t, reqs, 2)
 		require.Equal(t, "Note from dev@acme.test: use the staging cluster", reqs[1].Last().Content)
 	})
+
+	t.Run("CancelWhileThinking", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		b.llm.Push(llmtest.Reply{Hang: true})
+		tk := b.submit(t, "think hard")
+		select {
+		case <-b.llm.Arrived():
+		case <-time.After(30 * time.Second):
+			t.Fatal("the model was never asked")
+		}
+		_, err := b.st.TaskCancel(t.Context(), b.creator.TeamIDs(), tk.ID, b.creator.Email)
+		require.NoError(t, err)
+		done := b.wait(t, tk.ID, task.StateCancelled)
+		require.Contains(t, *done.Error, "cancelled by dev@acme.test")
+	})
+
+	t.Run("LeaseLostMidRunAnotherClaimResumes", func(t *testing.T) {
+		t.Parallel()
+		var n atomic.Int32
+		b := setup(t, &setupOpts{tools: []*agent.Tool{counter("probe", &n, nil)}})
+		b.llm.Push(
+			llmtest.Reply{ToolCalls: []llmtest.Call{{ID: "c1", Name: "probe", Args: `{}`}}},
+			llmtest.Reply{Hang: true}, // the owner stalls here and loses its lease
+			llmtest.Reply{Content: "done"},
+		)
+		tk := b.submit(t, "probe once")
+		for got := 0; got < 2; {
+			select {
+			case got = <-b.llm.Arrived():
+			case <-time.After(30 * time.Second):
+				t.Fatal("the second model call never came")
+			}
+		}
+		// Another node's view: the lease ran out (a worker that froze).
+		_, err := b.st.Pool().Exec(t.Context(), `UPDATE tasks SET lease_token = gen_random_uuid(), lease_expires_at = now() - interval '1 second' WHERE id = $1`, tk.ID)
+		require.NoError(t, err)
+		done := b.wait(t, tk.ID, task.StateCompleted)
+		require.JSONEq(t, `{"text":"done"}`, string(done.Result))
+		require.EqualValues(t, 1, n.Load(), "the completed call is not run again")
+		require.Equal(t, 2, done.Attempt, "the rescue counts as a new attempt")
+		reqs := b.llm.Requests()
+		require.Len(t, reqs, 3)
+		_, ok := toolMessage(reqs[2], "c1")
+		require.True(t, ok)
+	})
 }
