@@ -60,3 +60,16 @@ func (h *Handler) loadAgentView(ctx context.Context, u *auth.User, t *task.Task)
 	v.Iteration, v.MaxIterations, v.Tokens, v.ToolCalls = st.Iteration, st.Budgets.MaxIterations, st.Spend.Tokens, st.Spend.ToolCalls
 	return v, nil
 }
+
+// indentJSON lays out a JSON document for people (keys sorted).
+func indentJSON(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return string(raw)
+	}
+	return string(b)
+}

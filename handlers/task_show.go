@@ -84,7 +84,7 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string) (pa
 			v.Comment = *a.Comment
 		}
 		if a.Kind == "tool_call" {
-			v.Detail = string(a.Detail)
+			v.Detail = indentJSON(a.Detail)
 		}
 		switch {
 		case a.Kind == "tool_call" && t.CreatedByID == u.ID && role.AtLeast(auth.RoleDeployer):
