@@ -120,3 +120,40 @@ func TestParseArgs(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseArgs: whatever the model writes as arguments, validation returns
+// an error or arguments of the declared types; it never panics.
+func FuzzParseArgs(f *testing.F) {
+	tool := builtinTools()
+	for _, s := range []string{`{}`, `{"task_id":"x"}`, `{"pipeline":"noop","params":{}}`, `[]`, `null`, `{"limit":1e400}`, `{"a":`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, tl := range tool {
+			args, err := tl.parseArgs(raw)
+			if err != nil {
+				continue
+			}
+			for _, p := range tl.Params {
+				v, ok := args[p.Name]
+				if !ok {
+					require.False(t, p.Required, "%s.%s required", tl.Name, p.Name)
+					continue
+				}
+				switch p.Type {
+				case "string":
+					_, ok = v.(string)
+				case "integer":
+					_, ok = v.(int)
+				case "boolean":
+					_, ok = v.(bool)
+				case "string_list":
+					_, ok = v.([]string)
+				case "object":
+					_, ok = v.(map[string]any)
+				}
+				require.True(t, ok, "%s.%s has type %T", tl.Name, p.Name, v)
+			}
+		}
+	})
+}
