@@ -22,3 +22,12 @@ type AgentView struct {
 type QuestionView struct {
 	ID, Text, State, Answer, AnsweredBy string
 }
+
+// progressUnit names what a task's progress counts: pipeline steps, or an
+// agent's iterations of its budget.
+func progressUnit(t TaskView) string {
+	if t.Kind == "agent" {
+		return "iterations"
+	}
+	return "steps"
+}
