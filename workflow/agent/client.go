@@ -152,27 +152,30 @@ func (e *callError) Unwrap() error { return e.err }
 func (c *retryingClient) Chat(ctx context.Context, req ChatRequest, onRetry func(attempt int, err error, wait time.Duration)) (ChatReply, error) {
 	var last error
 	for attempt := 1; attempt <= c.cfg.Attempts; attempt++ {
-		if err := c.allow(); err != nil {
-			return ChatReply{}, &callError{attempts: attempt - 1, err: errors.Join(err, last)}
-		}
-		tctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-		reply, err := c.next.Chat(tctx, req)
-		cancel()
+		err := c.allow()
 		if err == nil {
-			err = validReply(reply)
+			var reply ChatReply
+			tctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+			reply, err = c.next.Chat(tctx, req)
+			cancel()
+			if err == nil {
+				err = validReply(reply)
+			}
+			if err == nil {
+				c.done(true)
+				return reply, nil
+			}
+			if ctx.Err() != nil {
+				// Our own task was interrupted: not the server's fault.
+				c.mu.Lock()
+				c.probing = false
+				c.mu.Unlock()
+				return ChatReply{}, context.Cause(ctx)
+			}
+			c.done(false)
 		}
-		if err == nil {
-			c.done(true)
-			return reply, nil
-		}
-		if ctx.Err() != nil {
-			// Our own task was interrupted: not the server's fault.
-			c.mu.Lock()
-			c.probing = false
-			c.mu.Unlock()
-			return ChatReply{}, context.Cause(ctx)
-		}
-		c.done(false)
+		// An open breaker counts as a failed attempt without a request: the
+		// backoff waits for it to let a probe through.
 		last = err
 		if !retryable(err) || attempt == c.cfg.Attempts {
 			return ChatReply{}, &callError{attempts: attempt, err: err}

@@ -50,6 +50,16 @@ func TestRetryingClient(t *testing.T) {
 		require.NoError(t, err, "a successful probe closes the breaker")
 	})
 
+	t.Run("RetryWaitsForTheBreakerToHalfOpen", func(t *testing.T) {
+		t.Parallel()
+		s := &scripted{errs: []error{boom, nil}}
+		// The backoff (≥15ms) outlasts the cooldown (1ms): the retry is the probe.
+		c := newRetrying(s, RetryConfig{Attempts: 3, BackoffBase: 20 * time.Millisecond, BreakerThreshold: 1, BreakerCooldown: time.Millisecond})
+		_, err := c.Chat(t.Context(), ChatRequest{}, nil)
+		require.NoError(t, err)
+		require.EqualValues(t, 2, s.calls.Load())
+	})
+
 	t.Run("ClientErrorsAreNotRetried", func(t *testing.T) {
 		t.Parallel()
 		s := &scripted{errs: []error{&StatusError{Status: 400, Err: errors.New("bad")}}}
