@@ -195,6 +195,32 @@ func TestExplainFailure(t *testing.T) {
 	require.Equal(t, http.StatusConflict, r.status)
 }
 
+func TestAgentBudgetsPerTask(t *testing.T) {
+	t.Parallel()
+	b, llm := setupAgents(t)
+	llm.Fallback(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{ToolCalls: []llmtest.Call{llmtest.ToolCall("", "list_pipelines", map[string]any{})}}
+	})
+	for _, tc := range []struct{ body, field string }{
+		{`{"kind":"agent","prompt":"x","budgets":{"max_iterations":0}}`, "budgets.max_iterations"},
+		{`{"kind":"agent","prompt":"x","budgets":{"wall_clock_seconds":99999}}`, "budgets.wall_clock_seconds"},
+		{`{"kind":"agent","prompt":"x","budgets":{"max_steps":3}}`, ""},
+		{`{"kind":"deploy","pipeline":"noop","budgets":{"max_iterations":3}}`, "budgets"},
+	} {
+		r := b.api(t, http.MethodPost, "/api/v1/tasks", b.aliceToken, tc.body, nil)
+		require.Contains(t, []int{http.StatusBadRequest, http.StatusUnprocessableEntity}, r.status, tc.body)
+		if tc.field != "" {
+			_, field := errCode(r)
+			require.Equal(t, tc.field, field)
+		}
+	}
+	r := b.api(t, http.MethodPost, "/api/v1/tasks", b.aliceToken, `{"kind":"agent","prompt":"loop","budgets":{"max_iterations":2}}`, nil)
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+	r = b.waitState(t, r.body["id"].(string), "failed")
+	require.Contains(t, r.body["error"], "iteration budget used up (2 model calls)")
+	require.Equal(t, map[string]any{"step": 2.0, "total_step": 2.0, "percent": 100.0}, r.body["progress"])
+}
+
 func TestAgentPages(t *testing.T) {
 	t.Parallel()
 

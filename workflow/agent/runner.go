@@ -125,7 +125,7 @@ func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		goal := rn.redact(t.Prompt)
-		rn.st = &State{Goal: goal, Budgets: r.cfg.Budgets, Messages: []Message{{Role: "user", Content: goal}}}
+		rn.st = &State{Goal: goal, Budgets: taskBudgets(t, r.cfg.Budgets), Messages: []Message{{Role: "user", Content: goal}}}
 	case err != nil:
 		return rn.interrupted(err)
 	default:
@@ -138,6 +138,31 @@ func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
 		return rn.interrupted(err)
 	}
 	return out
+}
+
+// taskBudgets are the server's budgets with the submission's own (kept in
+// the task's params as {"budgets":{…}}, validated at submission) on top.
+func taskBudgets(t *task.Task, def Budgets) Budgets {
+	var p struct {
+		Budgets Budgets `json:"budgets"`
+	}
+	if json.Unmarshal(t.Params, &p) != nil {
+		return def
+	}
+	b := def
+	if p.Budgets.MaxIterations > 0 {
+		b.MaxIterations = p.Budgets.MaxIterations
+	}
+	if p.Budgets.MaxTokens > 0 {
+		b.MaxTokens = p.Budgets.MaxTokens
+	}
+	if p.Budgets.MaxToolCalls > 0 {
+		b.MaxToolCalls = p.Budgets.MaxToolCalls
+	}
+	if p.Budgets.WallClockSeconds > 0 {
+		b.WallClockSeconds = p.Budgets.WallClockSeconds
+	}
+	return b
 }
 
 func derefOr(s *string, def string) string {
