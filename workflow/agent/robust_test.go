@@ -127,7 +127,7 @@ func TestAgentRobustness(t *testing.T) {
 	t.Run("GarbageEmptyAndTimeoutAreRetried", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, &setupOpts{noPool: true})
-		b.cfg.Retry = agent.RetryConfig{Attempts: 4, BackoffBase: time.Millisecond, RequestTimeout: 200 * time.Millisecond}
+		b.cfg.Retry = agent.RetryConfig{Attempts: 4, BackoffBase: time.Millisecond, RequestTimeout: 500 * time.Millisecond}
 		b.startPool(t, agent.NewRunner(b.cfg))
 		b.llm.Push(llmtest.Reply{Garbage: true}, llmtest.Reply{Empty: true}, llmtest.Reply{Hang: true}, llmtest.Reply{Content: "ok"})
 		tk := b.submit(t, "hello")
