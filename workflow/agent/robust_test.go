@@ -230,6 +230,14 @@ func TestAgentRobustness(t *testing.T) {
 		reqs := b.llm.Requests()
 		require.Len(t, reqs, 2)
 		require.Equal(t, "Note from dev@acme.test: use the staging cluster", reqs[1].Last().Content)
+		var seen bool
+		for _, e := range b.events(t, tk.ID) {
+			if e.Type == task.EventAgentThinking && e.Message == "Note from dev@acme.test: use the staging cluster" {
+				seen = true
+				require.Equal(t, 2, e.Step)
+			}
+		}
+		require.True(t, seen, "the note is visible in the task's events")
 	})
 
 	t.Run("CancelWhileThinking", func(t *testing.T) {

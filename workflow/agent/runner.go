@@ -37,7 +37,7 @@ type Config struct {
 	Artifacts *artifact.Store // large tool outputs
 	Budgets   Budgets
 	// ToolOutputLimit: tool outputs above this many bytes are kept as an
-	// artifact and the model gets a reference (default 2048).
+	// artifact and the model gets a reference (default 4096).
 	ToolOutputLimit int
 	// TopLines of a stored output shown to the model (default 20).
 	TopLines int
@@ -64,7 +64,7 @@ type Runner struct {
 // NewRunner returns a runner.
 func NewRunner(cfg Config) *Runner {
 	cfg.Budgets = cfg.Budgets.withDefaults()
-	cfg.ToolOutputLimit = cmp.Or(cfg.ToolOutputLimit, 2048)
+	cfg.ToolOutputLimit = cmp.Or(cfg.ToolOutputLimit, 4096)
 	cfg.TopLines = cmp.Or(cfg.TopLines, 20)
 	cfg.MaxInvalid = cmp.Or(cfg.MaxInvalid, 2)
 	cfg.ApprovalTimeout = cmp.Or(cfg.ApprovalTimeout, time.Hour)
@@ -297,8 +297,12 @@ func (rn *run) readNotes() error {
 		return err
 	}
 	for _, n := range notes {
-		rn.st.Messages = append(rn.st.Messages, Message{Role: "user", Content: rn.redact(fmt.Sprintf("Note from %s: %s", n.Author, n.Text))})
+		text := rn.redact(fmt.Sprintf("Note from %s: %s", n.Author, n.Text))
+		rn.st.Messages = append(rn.st.Messages, Message{Role: "user", Content: text})
 		rn.st.Loop.NoteCursor = n.ID
+		// Saved with the next step, in order before it.
+		rn.j.Emit(task.Event{Type: task.EventAgentThinking, Status: task.StatusThinking, Step: rn.st.Iteration + 1,
+			TotalStep: rn.st.Budgets.MaxIterations, Message: clip(text, 2000), Data: json.RawMessage(`{"note":true}`)})
 	}
 	return nil
 }

@@ -292,4 +292,41 @@ func TestAgent(t *testing.T) {
 		require.NotContains(t, whole.String(), "hunter2secret")
 		require.Contains(t, types(b.events(t, tk.ID), "artifact."), "artifact.created")
 	})
+
+	t.Run("LongListsAreSearchableLineByLine", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		var ids []string
+		for i := range 30 {
+			d := b.deploy(t, "web-service", map[string]any{"app": fmt.Sprintf("app%d", i), "version": "1.0.0"})
+			ids = append(ids, d.ID)
+		}
+		for _, id := range ids {
+			b.wait(t, id, task.StateCompleted)
+		}
+		b.llm.Push(llmtest.Reply{ToolCalls: []llmtest.Call{llmtest.ToolCall("c1", "list_tasks", map[string]any{"kind": "deploy", "limit": 50})}})
+		b.llm.Fallback(func(req llmtest.Request) llmtest.Reply {
+			last := req.Last()
+			if last.ToolCallID == "c1" {
+				var ref struct {
+					ArtifactID string   `json:"artifact_id"`
+					TopLines   []string `json:"top_lines"`
+				}
+				if json.Unmarshal([]byte(last.Content), &ref) != nil || ref.ArtifactID == "" || len(ref.TopLines) < 2 {
+					return llmtest.Reply{Content: "no artifact reference: " + last.Content[:min(200, len(last.Content))]}
+				}
+				return llmtest.Reply{ToolCalls: []llmtest.Call{llmtest.ToolCall("c2", "search_artifact",
+					map[string]any{"artifact_id": ref.ArtifactID, "pattern": ids[7]})}}
+			}
+			return llmtest.Reply{Content: "found it"}
+		})
+		tk := b.submit(t, "find app7")
+		done := b.wait(t, tk.ID, task.StateCompleted)
+		require.JSONEq(t, `{"text":"found it"}`, string(done.Result))
+		reqs := b.llm.Requests()
+		require.Len(t, reqs, 3)
+		found, _ := toolMessage(reqs[2], "c2")
+		require.Contains(t, found, `\"app\":\"app7\"`)
+		require.Contains(t, found, `"more":false`)
+	})
 }

@@ -183,11 +183,24 @@ func runListTasks(ctx context.Context, e *Env, args map[string]any) (string, err
 	if err != nil {
 		return "", err
 	}
-	out := []map[string]any{}
+	out := []any{}
 	for _, t := range tasks {
 		out = append(out, e.taskView(t))
 	}
-	return toJSON(map[string]any{"tasks": out}), nil
+	return jsonLines(map[string]any{"tasks": len(out), "format": "one task per line"}, out), nil
+}
+
+// jsonLines writes a header line, then one JSON value per line: a long list
+// stored as an artifact then still has useful top lines, and search_artifact
+// finds single entries.
+func jsonLines(header map[string]any, items []any) string {
+	var b strings.Builder
+	b.WriteString(toJSON(header))
+	for _, it := range items {
+		b.WriteByte('\n')
+		b.WriteString(toJSON(it))
+	}
+	return b.String()
 }
 
 func runListPipelines(_ context.Context, e *Env, _ map[string]any) (string, error) {
@@ -211,12 +224,12 @@ func runTaskEvents(ctx context.Context, e *Env, args map[string]any) (string, er
 	if err != nil {
 		return "", err
 	}
-	out := []map[string]any{}
+	out := []any{}
 	for _, ev := range evs {
 		out = append(out, map[string]any{"seq": ev.Seq, "type": ev.Type, "step": ev.Step, "step_name": ev.StepName,
 			"tool": ev.Tool, "message": ev.Message, "time": ev.Time})
 	}
-	return toJSON(map[string]any{"events": out}), nil
+	return jsonLines(map[string]any{"events": len(out), "format": "one event per line"}, out), nil
 }
 
 func runSearchArtifact(ctx context.Context, e *Env, args map[string]any) (string, error) {
