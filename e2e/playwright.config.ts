@@ -30,6 +30,11 @@ export default defineConfig({
     gracefulShutdown: { signal: 'SIGTERM', timeout: 10_000 },
     stdout: 'pipe',
     stderr: 'pipe',
-    env: { E2E_PORT: String(port) },
+    // A scripted model (tests/ops-agent.spec.ts; named to run after auth.spec.ts, which expects an empty task list) and a deploy pipeline without side effects.
+    env: {
+      E2E_PORT: String(port),
+      OPENAI_BASE_URL: `http://127.0.0.1:${process.env.E2E_LLM_PORT ?? 18734}/v1`,
+      FLIGHTDECK_PIPELINES: './pipelines',
+    },
   },
 });

@@ -23,6 +23,7 @@ type taskCreateRequest struct {
 	Priority        string          `json:"priority"`
 	DeadlineSeconds *int            `json:"deadline_seconds"`
 	MaxAttempts     *int            `json:"max_attempts"`
+	Budgets         *agentBudgets   `json:"budgets"`
 	Webhook         *struct {
 		URL    string `json:"url"`
 		Secret string `json:"secret"`
@@ -110,6 +111,9 @@ func (h *Handler) validateTaskCreate(req *taskCreateRequest, p *store.TaskInsert
 		if req.Prompt != "" {
 			return errInvalid("prompt", "prompt is for agent tasks; a deploy takes pipeline and params")
 		}
+		if req.Budgets != nil {
+			return errInvalid("budgets", "budgets are for agent tasks")
+		}
 		if req.Pipeline == "" {
 			return errInvalid("pipeline", "pipeline is required for a deploy")
 		}
@@ -137,6 +141,13 @@ func (h *Handler) validateTaskCreate(req *taskCreateRequest, p *store.TaskInsert
 			return errInvalid("pipeline", "pipeline and params are for deploy tasks")
 		}
 		p.Kind, p.Prompt = task.KindAgent, req.Prompt
+		if req.Budgets != nil {
+			params, err := req.Budgets.validate()
+			if err != nil {
+				return err
+			}
+			p.Params = params
+		}
 	case "":
 		return errInvalid("kind", "kind is required: deploy or agent")
 	default:

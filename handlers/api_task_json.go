@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 
 	"flightdeck/store"
 
@@ -14,7 +13,7 @@ type taskJSON struct {
 	*task.Task
 	Steps     []task.Step          `json:"steps"`
 	Approvals []store.Approval     `json:"approvals"`
-	Questions []json.RawMessage    `json:"questions"`
+	Questions []store.Question     `json:"questions"`
 	Artifacts []store.ArtifactMeta `json:"artifacts"`
 }
 
@@ -23,7 +22,7 @@ func toTaskJSON(t *task.Task) taskJSON {
 	if steps == nil {
 		steps = []task.Step{}
 	}
-	return taskJSON{Task: t, Steps: steps, Approvals: []store.Approval{}, Questions: []json.RawMessage{}, Artifacts: []store.ArtifactMeta{}}
+	return taskJSON{Task: t, Steps: steps, Approvals: []store.Approval{}, Questions: []store.Question{}, Artifacts: []store.ArtifactMeta{}}
 }
 
 // loadTaskJSON is the full task body: the task with its steps and approvals.
@@ -37,6 +36,9 @@ func (h *Handler) loadTaskJSON(ctx context.Context, teamIDs []string, id string)
 		return taskJSON{}, err
 	}
 	if out.Approvals, err = h.store.ApprovalList(ctx, teamIDs, id); err != nil {
+		return taskJSON{}, err
+	}
+	if out.Questions, err = h.store.AgentQuestionList(ctx, teamIDs, id); err != nil {
 		return taskJSON{}, err
 	}
 	if out.Artifacts, err = h.store.ArtifactList(ctx, teamIDs, id); err != nil {

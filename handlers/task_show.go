@@ -83,7 +83,12 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string) (pa
 		if a.Comment != nil {
 			v.Comment = *a.Comment
 		}
+		if a.Kind == "tool_call" {
+			v.Detail = indentJSON(a.Detail)
+		}
 		switch {
+		case a.Kind == "tool_call" && t.CreatedByID == u.ID && role.AtLeast(auth.RoleDeployer):
+			v.CanDecide = true // an agent's tool call: its creator may confirm
 		case a.Kind == "step" && t.CreatedByID == u.ID:
 			v.WhyNot = "You created this task, so another person must decide (four eyes)."
 		case !roleAllowed(a.Roles, role):
@@ -92,6 +97,10 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string) (pa
 			v.CanDecide = true
 		}
 		p.Approvals = append(p.Approvals, v)
+	}
+
+	if p.Agent, err = h.loadAgentView(ctx, u, t); err != nil {
+		return p, err
 	}
 
 	arts, err := h.store.ArtifactList(ctx, u.TeamIDs(), t.ID)

@@ -20,6 +20,8 @@ type htmxMessage struct {
 	ApprovalID string          `json:"approval_id"`
 	Comment    string          `json:"comment"`
 	Priority   string          `json:"priority"`
+	QuestionID string          `json:"question_id"`
+	Text       string          `json:"text"`
 	Headers    json.RawMessage `json:"HEADERS"`
 }
 
@@ -58,7 +60,8 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 			} else if err := h.htmlAction(c, id, m); err != nil {
 				p.Flash, p.FlashError = toAPIError(err).Message, true
 			} else {
-				p.Flash = map[string]string{"cancel": "Cancel requested.", "approve": "Approved.", "reject": "Rejected.", "set_priority": "Priority changed."}[m.Type]
+				p.Flash = map[string]string{"cancel": "Cancel requested.", "approve": "Approved.", "reject": "Rejected.", "set_priority": "Priority changed.",
+					"answer": "Answer sent; the agent resumes.", "message": "Note sent; the agent reads it at its next step."}[m.Type]
 			}
 			select {
 			case flash <- p:
@@ -104,6 +107,8 @@ func (h *Handler) htmlAction(c echo.Context, id string, m htmxMessage) error {
 		_, err = h.decideApproval(c, id, m.ApprovalID, m.Type == "approve", m.Comment)
 	case "set_priority":
 		_, err = h.setPriority(c, id, m.Priority)
+	case "answer", "message":
+		err = h.agentInput(c, m.Type, id, m.QuestionID, m.Text)
 	default:
 		err = errInvalid("type", "unknown action")
 	}
@@ -116,6 +121,7 @@ func (h *Handler) pushTask(conn *wsConn, p pages.TaskShowProps) bool {
 	ctx := context.Background()
 	_ = pages.TaskHeader(p).Render(ctx, &buf)
 	_ = pages.TaskApprovals(p).Render(ctx, &buf)
+	_ = pages.TaskAgent(p).Render(ctx, &buf)
 	_ = pages.TaskSteps(p).Render(ctx, &buf)
 	_ = pages.TaskLog(p).Render(ctx, &buf)
 	_ = pages.TaskArtifacts(p).Render(ctx, &buf)

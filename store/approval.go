@@ -179,10 +179,17 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 		if err != nil {
 			return err
 		}
-		if a.Kind == "step" && createdBy == p.ActorID {
+		switch {
+		case a.Kind == "tool_call":
+			// An agent's tool call: its task's creator (a deployer or
+			// above) or any of the roles the approval names.
+			creator := createdBy == p.ActorID && slices.Contains([]string{"deployer", "approver", "admin"}, p.ActorRole)
+			if !creator && !slices.Contains(a.Roles, p.ActorRole) {
+				return fmt.Errorf("%w: an agent's tool call is confirmed by the task's creator or one of the roles %v", ErrForbidden, a.Roles)
+			}
+		case createdBy == p.ActorID:
 			return fmt.Errorf("%w: nobody approves a step of a task they created", ErrForbidden)
-		}
-		if !slices.Contains(a.Roles, p.ActorRole) {
+		case !slices.Contains(a.Roles, p.ActorRole):
 			return fmt.Errorf("%w: this approval needs one of the roles %v", ErrForbidden, a.Roles)
 		}
 		if a.State != "pending" || state != string(task.StateAwaitingApproval) {
@@ -198,7 +205,10 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 		decision, taskState, msg := "approved", task.StatePending, fmt.Sprintf("%s approved %s", p.Actor, a.Step)
 		set := `state = 'pending'`
 		args := []any{}
-		if !p.Approve {
+		if !p.Approve && a.Kind == "tool_call" {
+			// The agent resumes and tells the model the call was refused.
+			decision, msg = "rejected", fmt.Sprintf("%s rejected %s", p.Actor, a.Step)
+		} else if !p.Approve {
 			decision, taskState = "rejected", task.StateCompensating
 			reason := fmt.Sprintf("approval of %s rejected by %s", a.Step, p.Actor)
 			if p.Comment != "" {

@@ -18,9 +18,9 @@ type InboxItem struct {
 
 // ApprovalInbox lists the pending, unexpired approvals that userID may
 // decide, oldest first: on tasks of their teams that are awaiting approval,
-// where their role in that team is one the approval allows, and (for
-// pipeline steps) the task is not their own (four eyes). It applies the
-// same rules as ApprovalDecide, so everything listed can be decided.
+// by the rules of ApprovalDecide (a role the approval names; for pipeline
+// steps never one's own task; an agent's tool call also by the task's
+// creator), so everything listed can be decided.
 func (s *Store) ApprovalInbox(ctx context.Context, userID string, limit int) ([]InboxItem, error) {
 	if !validUUID(userID) {
 		return nil, ErrNotFound
@@ -34,8 +34,12 @@ func (s *Store) ApprovalInbox(ctx context.Context, userID string, limit int) ([]
 		JOIN tasks t ON t.id = a.task_id
 		JOIN teams tm ON tm.id = t.team_id
 		JOIN users u ON u.id = t.created_by
-		WHERE m.user_id = $1 AND m.role = ANY(a.roles) AND a.expires_at > now()
-		  AND t.state = 'awaiting_approval' AND (a.kind <> 'step' OR t.created_by <> $1)
+		WHERE m.user_id = $1 AND a.expires_at > now() AND t.state = 'awaiting_approval'
+		  AND CASE a.kind
+		      -- an agent's tool call: its creator (deployer or above) or a role it names
+		      WHEN 'tool_call' THEN m.role = ANY(a.roles) OR (t.created_by = $1 AND m.role <> 'viewer')
+		      -- a pipeline step: a role it names, never on one's own task (four eyes)
+		      ELSE m.role = ANY(a.roles) AND t.created_by <> $1 END
 		ORDER BY a.requested_at, a.id
 		LIMIT $2`, userID, limit)
 	if err != nil {

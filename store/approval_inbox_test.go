@@ -30,6 +30,7 @@ func TestApprovalInbox(t *testing.T) {
 	items, err := st.ApprovalInbox(ctx, approver.ID, 10)
 	require.NoError(t, err)
 	require.Len(t, items, 1, "not their own task (four eyes), not a role they lack")
+	items0 := items
 	require.Equal(t, a.ID, items[0].ID)
 	require.Equal(t, mine.ID, items[0].TaskID)
 	require.Equal(t, "approval-demo", items[0].Pipeline)
@@ -37,16 +38,32 @@ func TestApprovalInbox(t *testing.T) {
 	require.Equal(t, "acme", items[0].Team)
 	require.Equal(t, "release", items[0].Step)
 
-	for _, u := range []*auth.User{dev, viewer, rival} {
+	for _, u := range []*auth.User{viewer, rival} {
 		items, err := st.ApprovalInbox(ctx, u.ID, 10)
 		require.NoError(t, err)
 		require.Empty(t, items, u.Email)
 	}
+
+	// An agent's tool call may be confirmed by the task's creator.
+	agentTask := testfactory.Task(t, st, dev, &testfactory.TaskOpts{Pipeline: "noop"})
+	call := testfactory.AwaitingApprovalOf(t, st, agentTask.ID, []string{"approver", "admin"}, "tool_call")
+	items, err = st.ApprovalInbox(ctx, dev.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	require.Equal(t, call.ID, items[0].ID)
+	items, err = st.ApprovalInbox(ctx, viewer.ID, 10)
+	require.NoError(t, err)
+	require.Empty(t, items)
+	items, err = st.ApprovalInbox(ctx, approver.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, items, 2, "an approver confirms anyone's tool call")
+	require.Equal(t, items0[0].ID, items[0].ID)
 
 	_, err = st.ApprovalDecide(ctx, store.ApprovalDecideParams{TeamIDs: approver.TeamIDs(), TaskID: mine.ID, ApprovalID: a.ID,
 		Approve: true, ActorID: approver.ID, Actor: approver.Email, ActorRole: "approver"})
 	require.NoError(t, err)
 	items, err = st.ApprovalInbox(ctx, approver.ID, 10)
 	require.NoError(t, err)
-	require.Empty(t, items, "a decided approval leaves the inbox")
+	require.Len(t, items, 1, "a decided approval leaves the inbox")
+	require.Equal(t, call.ID, items[0].ID)
 }

@@ -63,6 +63,9 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 			if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'expired' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
 				return interpretError(err)
 			}
+			if _, err := tx.Exec(ctx, `UPDATE agent_questions SET state = 'expired' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
+				return interpretError(err)
+			}
 			if err := appendStateEvents(ctx, tx, id, `state = 'compensating', cancel_requested_at = now(), error = COALESCE(error, $2)`, []any{"cancelled by " + actor},
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Cancelled by " + actor + "; undoing completed steps", Data: data}}); err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/action"
 	"flightdeck/workflow/action/local"
+	"flightdeck/workflow/agent"
 	"flightdeck/workflow/artifact"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
@@ -17,7 +18,8 @@ import (
 )
 
 // taskHandlers wires the handler of each task kind: deploys run as sagas
-// over the registered actions (local.* when lp is not nil).
+// over the registered actions (local.* when lp is not nil); agent tasks
+// (when an LLM is configured) run the agent loop.
 func taskHandlers(cfg config.Config, st *store.Store, catalog *pipeline.Catalog, logger *slog.Logger, lp *local.Provider) map[task.Kind]queue.Handler {
 	actions := action.Registry{
 		"noop": action.Noop,
@@ -29,7 +31,15 @@ func taskHandlers(cfg config.Config, st *store.Store, catalog *pipeline.Catalog,
 	}
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: actions, Logger: logger,
 		Artifacts: artifactSink{artifact.New(st, cfg.ArtifactMaxBytes)}, Secrets: cfg.SecretValues})
-	return map[task.Kind]queue.Handler{task.KindDeploy: runner}
+	handlers := map[task.Kind]queue.Handler{task.KindDeploy: runner}
+	if cfg.AgentsEnabled() {
+		handlers[task.KindAgent] = agent.NewRunner(agent.Config{
+			Client:  agent.NewOpenAI(agent.OpenAIConfig{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.OpenAIModel}),
+			Catalog: catalog, Artifacts: artifact.New(st, cfg.ArtifactMaxBytes), MaxPending: cfg.MaxPending,
+			Secrets: cfg.SecretValues, Logger: logger,
+		})
+	}
+	return handlers
 }
 
 // artifactSink adapts artifact.Store to the saga runner's ArtifactSink.

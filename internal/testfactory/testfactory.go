@@ -60,6 +60,13 @@ func Task(t testing.TB, st *store.Store, u *auth.User, opts *TaskOpts) *task.Tas
 // parks it on an approval of its first step that roles may decide.
 func AwaitingApproval(t testing.TB, st *store.Store, taskID string, roles []string) store.Approval {
 	t.Helper()
+	return AwaitingApprovalOf(t, st, taskID, roles, "step")
+}
+
+// AwaitingApprovalOf is AwaitingApproval for an approval of kind (step or
+// tool_call).
+func AwaitingApprovalOf(t testing.TB, st *store.Store, taskID string, roles []string, kind string) store.Approval {
+	t.Helper()
 	claimed, err := st.TaskClaim(t.Context(), "testfactory", 100, time.Minute)
 	if err != nil {
 		t.Fatalf("error claiming: %v", err)
@@ -69,7 +76,7 @@ func AwaitingApproval(t testing.TB, st *store.Store, taskID string, roles []stri
 			continue
 		}
 		aps, err := st.ApprovalPark(t.Context(), taskID, c.LeaseToken, store.ApprovalParkParams{
-			Steps: []store.ApprovalStep{{Idx: 1, Name: "release", Attempt: 1}}, Roles: roles, Timeout: time.Hour, Kind: "step"})
+			Steps: []store.ApprovalStep{{Idx: 1, Name: "release", Attempt: 1}}, Roles: roles, Timeout: time.Hour, Kind: kind})
 		if err != nil || len(aps) != 1 {
 			t.Fatalf("error parking for approval: %v (%d approvals)", err, len(aps))
 		}

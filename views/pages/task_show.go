@@ -31,6 +31,8 @@ type ApprovalView struct {
 	RequestedAt, ExpiresAt              time.Time
 	CanDecide                           bool
 	WhyNot                              string // why the viewer cannot decide
+	// Detail is an agent tool call's exact call (tool, arguments, plan) as JSON.
+	Detail string
 }
 
 // EventView is one line of the event log.
@@ -54,6 +56,7 @@ type TaskShowProps struct {
 	Approvals     []ApprovalView
 	Events        []EventView
 	Artifacts     []ArtifactView
+	Agent         *AgentView // agent tasks, and failed deploys when an LLM can explain them
 	LogTail       []string
 	LogStep       string
 	CanCancel     bool

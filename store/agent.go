@@ -1,0 +1,296 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flightdeck/workflow/task"
+)
+
+// AgentState is an agent task's persisted loop state. The JSON columns are
+// owned by workflow/agent; the store only keeps them.
+type AgentState struct {
+	Goal          string
+	Iteration     int
+	Budgets       json.RawMessage
+	Spend         json.RawMessage
+	Plan          json.RawMessage
+	Facts         json.RawMessage
+	OpenQuestions json.RawMessage
+	RiskFlags     json.RawMessage
+	Messages      json.RawMessage
+	Loop          json.RawMessage
+	UpdatedAt     time.Time
+}
+
+const agentStateColumns = `goal, iteration, budgets, spend, plan, facts, open_questions, risk_flags, messages, loop, updated_at`
+
+// AgentStateGet returns a task's agent state, or ErrNotFound before its first step.
+func (s *Store) AgentStateGet(ctx context.Context, taskID string) (*AgentState, error) {
+	var a AgentState
+	err := s.pool.QueryRow(ctx, `SELECT `+agentStateColumns+` FROM agent_states WHERE task_id = $1`, taskID).
+		Scan(&a.Goal, &a.Iteration, &a.Budgets, &a.Spend, &a.Plan, &a.Facts, &a.OpenQuestions, &a.RiskFlags, &a.Messages, &a.Loop, &a.UpdatedAt)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return &a, nil
+}
+
+// AgentStateView returns a visible task's agent state (team-scoped, for pages).
+func (s *Store) AgentStateView(ctx context.Context, teamIDs []string, taskID string) (*AgentState, error) {
+	if !validUUID(taskID) {
+		return nil, ErrNotFound
+	}
+	var a AgentState
+	err := s.pool.QueryRow(ctx, `SELECT `+agentStateColumns+` FROM agent_states a
+		WHERE task_id = $1 AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = a.task_id AND t.team_id = ANY($2))`, taskID, teamIDs).
+		Scan(&a.Goal, &a.Iteration, &a.Budgets, &a.Spend, &a.Plan, &a.Facts, &a.OpenQuestions, &a.RiskFlags, &a.Messages, &a.Loop, &a.UpdatedAt)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return &a, nil
+}
+
+// AgentStateSave writes the agent state of a task held under lease token,
+// with its events and progress (iteration of the budget), in one
+// transaction: a stale owner writes nothing and gets ErrLeaseLost. Saving
+// after every step is what lets a resumed task skip completed tool calls.
+func (s *Store) AgentStateSave(ctx context.Context, taskID, token string, a AgentState, budget int, events []task.Event) error {
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		return agentStateSave(ctx, tx, taskID, token, a, budget, events, "")
+	})
+}
+
+// agentStateSave is AgentStateSave inside tx; set (optional) is extra
+// assignments for the task row (parking it).
+func agentStateSave(ctx context.Context, tx pgx.Tx, taskID, token string, a AgentState, budget int, events []task.Event, set string) error {
+	var last int
+	q := `UPDATE tasks SET last_seq = last_seq + $3, progress_step = $4, progress_total = GREATEST(progress_total, $5)` + set +
+		` WHERE id = $1 AND lease_token = $2 RETURNING last_seq`
+	err := tx.QueryRow(ctx, q, taskID, token, len(events), a.Iteration, budget).Scan(&last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrLeaseLost
+	}
+	if err != nil {
+		return interpretError(err)
+	}
+	_, err = tx.Exec(ctx, `
+		INSERT INTO agent_states (task_id, goal, iteration, budgets, spend, plan, facts, open_questions, risk_flags, messages, loop, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now())
+		ON CONFLICT (task_id) DO UPDATE SET goal = EXCLUDED.goal, iteration = EXCLUDED.iteration, budgets = EXCLUDED.budgets,
+			spend = EXCLUDED.spend, plan = EXCLUDED.plan, facts = EXCLUDED.facts, open_questions = EXCLUDED.open_questions,
+			risk_flags = EXCLUDED.risk_flags, messages = EXCLUDED.messages, loop = EXCLUDED.loop, updated_at = now()`,
+		taskID, a.Goal, a.Iteration, jsonOr(a.Budgets, `{}`), jsonOr(a.Spend, `{}`), jsonOr(a.Plan, `[]`), jsonOr(a.Facts, `[]`),
+		jsonOr(a.OpenQuestions, `[]`), jsonOr(a.RiskFlags, `[]`), jsonOr(a.Messages, `[]`), jsonOr(a.Loop, `{}`))
+	if err != nil {
+		return interpretError(err)
+	}
+	return insertEvents(ctx, tx, taskID, last-len(events)+1, events)
+}
+
+func jsonOr(b json.RawMessage, def string) []byte {
+	if len(b) == 0 || string(b) == "null" {
+		return []byte(def)
+	}
+	return b
+}
+
+// Question is an agent's question to a person.
+type Question struct {
+	ID         string     `json:"id"`
+	TaskID     string     `json:"-"`
+	CallSeq    int        `json:"-"`
+	Text       string     `json:"text"`
+	State      string     `json:"state"`
+	Answer     *string    `json:"answer"`
+	AnsweredBy *string    `json:"answered_by"`
+	AskedAt    time.Time  `json:"asked_at"`
+	AnsweredAt *time.Time `json:"answered_at,omitempty"`
+}
+
+const questionColumns = `id, task_id, call_seq, text, state, answer, answered_by, asked_at, answered_at`
+
+func scanQuestion(row pgx.Row) (*Question, error) {
+	var q Question
+	if err := row.Scan(&q.ID, &q.TaskID, &q.CallSeq, &q.Text, &q.State, &q.Answer, &q.AnsweredBy, &q.AskedAt, &q.AnsweredAt); err != nil {
+		return nil, interpretError(err)
+	}
+	q.AskedAt = q.AskedAt.UTC()
+	return &q, nil
+}
+
+// AgentQuestionPark saves the agent state, asks the question (once per
+// tool call: a resumed task re-asking finds the same row) and parks the
+// task in awaiting_input without a lease, all in one transaction, so the
+// task holds no worker while it waits. The agent.question event carries
+// the question's id.
+func (s *Store) AgentQuestionPark(ctx context.Context, taskID, token string, a AgentState, budget, callSeq int, text string, prior []task.Event, ev task.Event) (*Question, error) {
+	var out *Question
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var teamID string
+		if err := tx.QueryRow(ctx, `SELECT team_id FROM tasks WHERE id = $1 AND lease_token = $2`, taskID, token).Scan(&teamID); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return ErrLeaseLost
+			}
+			return interpretError(err)
+		}
+		q, err := scanQuestion(tx.QueryRow(ctx, `
+			INSERT INTO agent_questions (task_id, team_id, call_seq, text) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (task_id, call_seq) DO UPDATE SET text = agent_questions.text
+			RETURNING `+questionColumns, taskID, teamID, callSeq, text))
+		if err != nil {
+			return err
+		}
+		out = q
+		data := map[string]any{"question_id": q.ID, "text": q.Text}
+		if len(ev.Data) > 0 {
+			var extra map[string]any
+			if json.Unmarshal(ev.Data, &extra) == nil {
+				for k, v := range extra {
+					data[k] = v
+				}
+			}
+		}
+		ev.Data, _ = json.Marshal(data)
+		stateData, _ := json.Marshal(map[string]any{"state": task.StateAwaitingInput})
+		events := append(prior, ev, task.Event{Type: task.EventTaskState, Status: task.StatusLog, Message: "Waiting for an answer", Data: stateData})
+		return agentStateSave(ctx, tx, taskID, token, a, budget, events,
+			`, state = 'awaiting_input', lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL`)
+	})
+	return out, err
+}
+
+// AgentQuestionGet returns the question asked by a task's tool call.
+func (s *Store) AgentQuestionGet(ctx context.Context, taskID string, callSeq int) (*Question, error) {
+	return scanQuestion(s.pool.QueryRow(ctx, `SELECT `+questionColumns+` FROM agent_questions WHERE task_id = $1 AND call_seq = $2`, taskID, callSeq))
+}
+
+// AgentQuestionList returns a visible task's questions, oldest first.
+func (s *Store) AgentQuestionList(ctx context.Context, teamIDs []string, taskID string) ([]Question, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+questionColumns+` FROM agent_questions
+		WHERE task_id = $1 AND team_id = ANY($2) ORDER BY asked_at, call_seq`, taskID, teamIDs)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	out := []Question{}
+	for rows.Next() {
+		q, err := scanQuestion(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *q)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// AgentQuestionAnswerParams are a person's answer.
+type AgentQuestionAnswerParams struct {
+	TeamIDs    []string
+	TaskID     string
+	QuestionID string
+	Text       string
+	Actor      string // email
+}
+
+// AgentQuestionAnswer records exactly one answer: the task row is locked,
+// the question must be pending and the task awaiting input (else
+// ErrConflict). The task goes back to pending and a worker resumes it.
+func (s *Store) AgentQuestionAnswer(ctx context.Context, p AgentQuestionAnswerParams) (*Question, error) {
+	if !validUUID(p.TaskID) || !validUUID(p.QuestionID) {
+		return nil, ErrNotFound
+	}
+	var out *Question
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var state, teamID string
+		if err := tx.QueryRow(ctx, `SELECT state, team_id FROM tasks WHERE id = $1 AND team_id = ANY($2) FOR UPDATE`,
+			p.TaskID, p.TeamIDs).Scan(&state, &teamID); err != nil {
+			return interpretError(err)
+		}
+		q, err := scanQuestion(tx.QueryRow(ctx, `SELECT `+questionColumns+` FROM agent_questions WHERE id = $1 AND task_id = $2 FOR UPDATE`,
+			p.QuestionID, p.TaskID))
+		if err != nil {
+			return err
+		}
+		if q.State != "pending" || state != string(task.StateAwaitingInput) {
+			return fmt.Errorf("%w: question is %s", ErrConflict, q.State)
+		}
+		q, err = scanQuestion(tx.QueryRow(ctx, `UPDATE agent_questions SET state = 'answered', answer = $2, answered_by = $3, answered_at = now()
+			WHERE id = $1 RETURNING `+questionColumns, q.ID, p.Text, p.Actor))
+		if err != nil {
+			return err
+		}
+		data, _ := json.Marshal(map[string]any{"question_id": q.ID, "by": p.Actor})
+		stateData, _ := json.Marshal(map[string]any{"state": task.StatePending})
+		if err := appendStateEvents(ctx, tx, p.TaskID, `state = 'pending'`, nil, []task.Event{
+			{Type: task.EventTaskState, Status: task.StatusLog, Message: p.Actor + " answered the agent's question", Data: data},
+			{Type: task.EventTaskState, Status: task.StatusLog, Message: "Task pending", Data: stateData},
+		}); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO audit_log (team_id, actor, action, target, data) VALUES ($1, $2, 'question.answered', $3, $4)`,
+			teamID, p.Actor, p.TaskID, data); err != nil {
+			return interpretError(err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', '')`); err != nil {
+			return interpretError(err)
+		}
+		out = q
+		return nil
+	})
+	return out, err
+}
+
+// AgentNote is a person's note to a running agent.
+type AgentNote struct {
+	ID     int64
+	Author string
+	Text   string
+}
+
+// AgentNoteAdd adds a note to a visible agent task that has not ended
+// (ErrTerminal otherwise; ErrConflict for a deploy task). The agent reads it
+// at its next iteration.
+func (s *Store) AgentNoteAdd(ctx context.Context, teamIDs []string, taskID, author, text string) error {
+	if !validUUID(taskID) {
+		return ErrNotFound
+	}
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		var state, kind string
+		if err := tx.QueryRow(ctx, `SELECT state, kind FROM tasks WHERE id = $1 AND team_id = ANY($2) FOR SHARE`, taskID, teamIDs).
+			Scan(&state, &kind); err != nil {
+			return interpretError(err)
+		}
+		if kind != string(task.KindAgent) {
+			return fmt.Errorf("%w: notes are for agent tasks", ErrConflict)
+		}
+		if task.State(state).Terminal() {
+			return ErrTerminal
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO agent_notes (task_id, author, text) VALUES ($1, $2, $3)`, taskID, author, text)
+		return interpretError(err)
+	})
+}
+
+// AgentNotesAfter returns a task's notes with id above after, oldest first.
+func (s *Store) AgentNotesAfter(ctx context.Context, taskID string, after int64) ([]AgentNote, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, author, text FROM agent_notes WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT 50`, taskID, after)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var out []AgentNote
+	for rows.Next() {
+		var n AgentNote
+		if err := rows.Scan(&n.ID, &n.Author, &n.Text); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, n)
+	}
+	return out, interpretError(rows.Err())
+}
