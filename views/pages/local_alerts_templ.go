@@ -43,7 +43,7 @@ func LocalAlerts(alerts []AlertRow) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if len(alerts) == 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<div class=\"card empty\" data-testid=\"alerts-empty\"><p class=\"muted\">No open alert.</p></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<p class=\"muted\" data-testid=\"alerts-empty\">No open alert: every monitored app answers its health check.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
