@@ -72,3 +72,25 @@ func FuzzDecodeStrict(f *testing.F) {
 		}
 	})
 }
+
+func FuzzWSMessage(f *testing.F) {
+	f.Add([]byte(`{"type":"subscribe","task_id":"x","after_seq":3,"id":"a"}`))
+	f.Add([]byte(`{"type":"approve","id":"c2","comment":"ok","extra":1}`))
+	f.Add([]byte(`{"type":1,"id":"n"}`))
+	f.Add([]byte("\xff\xfe"))
+	f.Add([]byte(`{"id":"d","id":"e"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		m, bad := parseWSMessage(raw)
+		if bad == nil {
+			// A message that parsed re-encodes to one that parses the same.
+			again, bad2 := parseWSMessage(mustJSON(m))
+			if bad2 != nil || again != m {
+				t.Fatalf("round trip of %q: %+v vs %+v (%v)", raw, m, again, bad2)
+			}
+			return
+		}
+		if bad.Type != "error" || bad.Code != "invalid" || bad.Message == "" {
+			t.Fatalf("bad reply %+v for %q", bad, raw)
+		}
+	})
+}

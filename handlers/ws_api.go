@@ -96,20 +96,29 @@ func (s *wsSession) fail(id string, err error) {
 	s.reply(wsOut{Type: "error", ID: id, Code: code, Message: e.Message})
 }
 
-func (s *wsSession) handle(raw []byte) {
-	if !utf8.Valid(raw) {
-		s.reply(wsOut{Type: "error", Code: "invalid", Message: "message is not valid UTF-8"})
-		return
-	}
+// parseWSMessage decodes one client frame strictly. A frame that is not
+// a valid message gets the error reply to send, carrying the frame's id
+// when it has a readable one.
+func parseWSMessage(raw []byte) (wsMessage, *wsOut) {
 	var m wsMessage
+	if !utf8.Valid(raw) {
+		return m, &wsOut{Type: "error", Code: "invalid", Message: "message is not valid UTF-8"}
+	}
 	if err := decodeStrict(raw, &m); err != nil {
-		// Echo the id when the message has one, even if the rest is bad.
 		var probe struct {
 			ID any `json:"id"`
 		}
 		_ = json.Unmarshal(raw, &probe)
 		id, _ := probe.ID.(string)
-		s.reply(wsOut{Type: "error", ID: id, Code: "invalid", Message: toAPIError(err).Message})
+		return wsMessage{}, &wsOut{Type: "error", ID: id, Code: "invalid", Message: toAPIError(err).Message}
+	}
+	return m, nil
+}
+
+func (s *wsSession) handle(raw []byte) {
+	m, bad := parseWSMessage(raw)
+	if bad != nil {
+		s.reply(*bad)
 		return
 	}
 	u := userOf(s.c)
