@@ -1,0 +1,111 @@
+package event
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"flightdeck/store"
+	"flightdeck/workflow/task"
+)
+
+// PublicTypes are the event types the outbox delivers to consumers: those
+// of the contract (section 4).
+var PublicTypes = []task.EventType{
+	task.EventTaskState, task.EventStepStarted, task.EventStepLog, task.EventStepCompleted, task.EventStepFailed,
+	task.EventStepRetrying, task.EventStepCompensating, task.EventStepCompensated, task.EventApprovalRequested,
+	task.EventApprovalDecided, task.EventToolExecuted, task.EventAgentThinking, task.EventAgentToolCall,
+	task.EventAgentToolResult, task.EventAgentQuestion, task.EventAgentError, task.EventArtifactCreated,
+	task.EventTaskCompleted, task.EventTaskFailed, task.EventTaskCancelled,
+}
+
+// Consumer is a durable subscriber of the outbox: it receives every
+// committed event of its types, in commit-safe order, from a cursor kept in
+// the database under Name, so a restart resumes where it stopped. Delivery
+// is at least once: the cursor moves after Handle returns nil, so a crash
+// in between hands the batch over again, and Handle must be idempotent
+// (the webhook dispatcher inserts deliveries with deterministic ids).
+type Consumer struct {
+	Name   string
+	Types  []task.EventType // default PublicTypes
+	Handle func(ctx context.Context, events []store.OutboxEvent) error
+	// Poll is how often the outbox is read without a wake-up (default 1s):
+	// notifications only shorten the wait, the poll is what guarantees
+	// progress.
+	Poll   time.Duration
+	Batch  int // events per read, default 500
+	Logger *slog.Logger
+}
+
+// RunConsumer feeds c from the outbox until ctx ends. hub (may be nil) wakes
+// it when any task's events change, in this process or, through LISTEN,
+// any other.
+func RunConsumer(ctx context.Context, st *store.Store, hub *Hub, c Consumer) error {
+	if c.Name == "" || c.Handle == nil {
+		return fmt.Errorf("outbox consumer needs a name and a handler")
+	}
+	logger := c.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	poll := c.Poll
+	if poll <= 0 {
+		poll = time.Second
+	}
+	batch := c.Batch
+	if batch <= 0 {
+		batch = 500
+	}
+	types := c.Types
+	if len(types) == 0 {
+		types = PublicTypes
+	}
+	names := make([]string, len(types))
+	for i, t := range types {
+		names[i] = string(t)
+	}
+	var wake <-chan struct{}
+	if hub != nil {
+		sub := hub.Subscribe("")
+		defer sub.Close()
+		wake = sub.C
+	}
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		more, err := consumeOnce(ctx, st, c, names, batch)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("Outbox consumer failed; retrying", "consumer", c.Name, "error", err)
+		}
+		if more && err == nil {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// consumeOnce handles one batch; more reports a full batch (read again).
+func consumeOnce(ctx context.Context, st *store.Store, c Consumer, types []string, batch int) (bool, error) {
+	b, err := st.OutboxRead(ctx, c.Name, types, batch)
+	if err != nil {
+		return false, err
+	}
+	if b.Scanned == 0 {
+		return false, nil
+	}
+	if len(b.Events) > 0 {
+		if err := c.Handle(ctx, b.Events); err != nil {
+			return false, fmt.Errorf("error handling outbox events: %w", err)
+		}
+	}
+	if err := st.OutboxAdvance(ctx, c.Name, b.Next); err != nil {
+		return false, err
+	}
+	return b.Scanned == batch, nil
+}
