@@ -78,7 +78,7 @@ func (s *Store) OutboxRead(ctx context.Context, name string, types []string, lim
 	// rows of wanted types carry their payload columns.
 	rows, err := s.pool.Query(ctx, `
 		SELECT e.txid::text, e.task_id::text, e.seq, e.type,
-		       (cardinality($5::text[]) = 0 OR e.type = ANY($5)) AS wanted,
+		       COALESCE(cardinality($5::text[]) = 0 OR e.type = ANY($5), true) AS wanted,
 		       e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data, e.created_at, t.team_id::text
 		FROM task_events e JOIN tasks t ON t.id = e.task_id
 		WHERE (e.txid, e.task_id, e.seq) > ($1::text::xid8, $2::uuid, $3)
