@@ -194,9 +194,13 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 		return nil
 	}
 	for _, ip := range ips {
-		if !g.addrAllowed(ip) {
-			return fmt.Errorf("%w: %s resolves to %s", ErrBlocked, u.Hostname(), ip)
+		if g.addrAllowed(ip) {
+			continue
 		}
+		if lit, ok := hostIP(u.Hostname()); ok && lit == ip {
+			return fmt.Errorf("%w (%s)", ErrBlocked, ip)
+		}
+		return fmt.Errorf("%w: %s resolves to %s", ErrBlocked, u.Hostname(), ip)
 	}
 	return nil
 }
