@@ -73,13 +73,13 @@ func newHandler(d Deps) *Handler {
 	return &Handler{
 		webhookGuard: guard,
 		pipelines:    pipelines,
-		hub:       hub,
-		cfg:       d.Config,
-		store:     d.Store,
-		logger:    logger,
-		metrics:   newHTTPMetrics(reg),
-		reg:       reg,
-		apiRate:   ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
-		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
+		hub:          hub,
+		cfg:          d.Config,
+		store:        d.Store,
+		logger:       logger,
+		metrics:      newHTTPMetrics(reg),
+		reg:          reg,
+		apiRate:      ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
+		wsRate:       ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
 	}
 }

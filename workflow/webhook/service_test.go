@@ -107,8 +107,8 @@ func (b *testBundle) submit(t *testing.T, hook map[string]string) *task.Task {
 // delivery is one request a receiver got.
 type delivery struct {
 	id, ts string
-	body  map[string]any
-	sigOK bool
+	body   map[string]any
+	sigOK  bool
 }
 
 // receiver is a webhook endpoint that verifies signatures on its own (not
