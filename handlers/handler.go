@@ -62,24 +62,24 @@ func newHandler(d Deps) *Handler {
 	if hub == nil {
 		hub = event.NewHub()
 	}
-	guard := d.WebhookGuard
-	if guard == nil {
+	h := &Handler{
+		pipelines: pipelines,
+		hub:       hub,
+		cfg:       d.Config,
+		store:     d.Store,
+		logger:    logger,
+		metrics:   newHTTPMetrics(reg),
+		reg:       reg,
+		apiRate:   ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
+		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
+	}
+	h.webhookGuard = d.WebhookGuard
+	if h.webhookGuard == nil {
 		var err error
-		if guard, err = webhook.NewGuard(d.Config.WebhookAllow, nil); err != nil {
+		if h.webhookGuard, err = webhook.NewGuard(d.Config.WebhookAllow, nil); err != nil {
 			logger.Error("Ignoring FLIGHTDECK_WEBHOOK_ALLOW", "error", err)
-			guard, _ = webhook.NewGuard(nil, nil)
+			h.webhookGuard, _ = webhook.NewGuard(nil, nil)
 		}
 	}
-	return &Handler{
-		webhookGuard: guard,
-		pipelines:    pipelines,
-		hub:          hub,
-		cfg:          d.Config,
-		store:        d.Store,
-		logger:       logger,
-		metrics:      newHTTPMetrics(reg),
-		reg:          reg,
-		apiRate:      ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
-		wsRate:       ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
-	}
+	return h
 }
