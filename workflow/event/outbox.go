@@ -104,7 +104,11 @@ func consumeOnce(ctx context.Context, st *store.Store, c Consumer, types []strin
 			return false, fmt.Errorf("error handling outbox events: %w", err)
 		}
 	}
-	if err := st.OutboxAdvance(ctx, c.Name, b.Next); err != nil {
+	// Record progress even when ctx ended meanwhile: the batch is handled,
+	// and handing it over again after a restart would only repeat it.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := st.OutboxAdvance(actx, c.Name, b.Next); err != nil {
 		return false, err
 	}
 	return b.Scanned == batch, nil
