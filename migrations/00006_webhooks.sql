@@ -16,6 +16,12 @@ CREATE TABLE outbox_cursors (
     seq        integer NOT NULL,
     updated_at timestamptz NOT NULL DEFAULT now()
 );
+-- The webhook dispatcher's cursor starts here, past every event that exists
+-- (the rewrite above stamped them all with this transaction's id): events of
+-- earlier tasks are not sent, and none written after this commit can be
+-- missed, however late the first serve process starts.
+INSERT INTO outbox_cursors (name, txid, task_id, seq)
+VALUES ('webhooks', pg_current_xact_id(), 'ffffffff-ffff-ffff-ffff-ffffffffffff', 2147483647);
 
 -- Team subscriptions. secret is "whsec_" + base64 of the signing key; it is
 -- shown once at creation and never returned again.

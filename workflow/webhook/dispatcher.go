@@ -12,7 +12,8 @@ import (
 	"flightdeck/workflow/event"
 )
 
-// ConsumerName is the dispatcher's outbox cursor.
+// ConsumerName is the dispatcher's outbox cursor; migration 00006 creates
+// it, so events committed before the first serve process starts are sent too.
 const ConsumerName = "webhooks"
 
 // dispatcher turns outbox events into deliveries: one per event and

@@ -397,3 +397,56 @@ func TestCompletionNotDelayedByHangingReceiver(t *testing.T) {
 	default:
 	}
 }
+
+func TestTimeoutRetriedWithSameID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	release := make(chan struct{})
+	ids := make(chan string, 10)
+	var n atomicCounter
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body) // lets the server notice the client hanging up
+		ids <- r.Header.Get("webhook-id")
+		if n.inc() == 1 {
+			select { // the first attempt outlasts the sender's timeout
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.WriteHeader(200)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs before srv.Close
+	b.runService(t, 300*time.Millisecond)
+	b.runPool(t)
+	tk := b.submit(t, map[string]string{"url": srv.URL, "secret": "timeout-secret-0123"})
+	var got []string
+	for len(got) < 2 {
+		select {
+		case id := <-ids:
+			got = append(got, id)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("got %d attempts", len(got))
+		}
+	}
+	require.Equal(t, got[0], got[1], "a retry keeps the webhook-id")
+	require.Eventually(t, func() bool {
+		var state, lastErr string
+		var attempts int
+		err := b.st.Pool().QueryRow(t.Context(), `SELECT state, attempts, COALESCE(last_error, '') FROM webhook_deliveries WHERE task_id = $1`, tk.ID).Scan(&state, &attempts, &lastErr)
+		return err == nil && state == "succeeded" && attempts == 2
+	}, 10*time.Second, 10*time.Millisecond)
+}
+
+type atomicCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *atomicCounter) inc() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return c.n
+}
