@@ -1,7 +1,11 @@
 package handlers_test
 
 import (
+	"context"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -9,8 +13,11 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
+	"flightdeck/handlers"
 	"flightdeck/internal/auth"
+	"flightdeck/internal/config"
 	"flightdeck/store"
+	"flightdeck/workflow/webhook"
 )
 
 // webhookUsers adds carol (viewer of rival) and returns her token.
@@ -253,4 +260,44 @@ func TestWebhookPages(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	_, body = b.get(t, c, "/webhooks", nil)
 	require.Contains(t, body, `data-testid="webhook-empty"`)
+}
+
+// nameResolver resolves a fixed set of names (no DNS in tests).
+type nameResolver map[string]string
+
+func (r nameResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := r[host]; ok {
+		return []netip.Addr{netip.MustParseAddr(a)}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+func TestWebhookNamesResolvingInside(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	g, err := webhook.NewGuard(nil, nameResolver{
+		"public.test": "93.184.216.34", "internal.test": "10.1.2.3", "meta.test": "169.254.169.254", "local.test": "::1",
+	})
+	require.NoError(t, err)
+	cfg, err := config.Load(func(string) string { return "" })
+	require.NoError(t, err)
+	cfg.APIRate = 1000
+	srv := httptest.NewServer(handlers.New(handlers.Deps{Config: cfg, Store: b.store, WebhookGuard: g}))
+	t.Cleanup(srv.Close)
+	b.srv = srv
+
+	for _, host := range []string{"internal.test", "meta.test", "local.test"} {
+		r := b.api(t, "POST", "/api/v1/webhooks", b.bobToken, `{"url":"https://`+host+`/h","events":["task.completed"]}`, nil)
+		require.Equal(t, http.StatusUnprocessableEntity, r.status, r.raw)
+		_, field := errCode(r)
+		require.Equal(t, "url", field)
+		r = b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop","webhook":{"url":"https://`+host+`/h","secret":"0123456789abcdef"}}`, nil)
+		require.Equal(t, http.StatusUnprocessableEntity, r.status, r.raw)
+		_, field = errCode(r)
+		require.Equal(t, "webhook.url", field)
+	}
+	r := b.api(t, "POST", "/api/v1/webhooks", b.bobToken, `{"url":"https://public.test/h","events":["task.completed"]}`, nil)
+	require.Equal(t, http.StatusCreated, r.status, r.raw)
+	r = b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop","webhook":{"url":"https://public.test/h","secret":"0123456789abcdef"}}`, nil)
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
 }
