@@ -73,35 +73,56 @@ func RunConsumer(ctx context.Context, st *store.Store, hub *Hub, c Consumer) err
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	// A wake-up says something was committed. Finding nothing then means an
+	// older transaction still holds the read back (see store.OutboxRead):
+	// look again soon, backing off, rather than only at the next poll.
+	var again time.Duration
+	woke := false
 	for {
-		more, err := consumeOnce(ctx, st, c, names, batch)
+		scanned, more, err := consumeOnce(ctx, st, c, names, batch)
 		if err != nil && ctx.Err() == nil {
 			logger.Warn("Outbox consumer failed; retrying", "consumer", c.Name, "error", err)
 		}
 		if more && err == nil {
 			continue
 		}
+		var soon <-chan time.Time
+		var timer *time.Timer
+		if woke && scanned == 0 && err == nil && again < poll {
+			again = max(2*again, 10*time.Millisecond)
+			timer = time.NewTimer(again)
+			soon = timer.C
+		} else {
+			woke, again = false, 0
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-wake:
+			woke, again = true, 0
+		case <-soon:
 		case <-tick.C:
+			woke = false
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }
 
-// consumeOnce handles one batch; more reports a full batch (read again).
-func consumeOnce(ctx context.Context, st *store.Store, c Consumer, types []string, batch int) (bool, error) {
+// consumeOnce handles one batch: it returns the rows scanned and whether
+// the batch was full (read again at once).
+func consumeOnce(ctx context.Context, st *store.Store, c Consumer, types []string, batch int) (int, bool, error) {
 	b, err := st.OutboxRead(ctx, c.Name, types, batch)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	if b.Scanned == 0 {
-		return false, nil
+		return 0, false, nil
 	}
 	if len(b.Events) > 0 {
 		if err := c.Handle(ctx, b.Events); err != nil {
-			return false, fmt.Errorf("error handling outbox events: %w", err)
+			return b.Scanned, false, fmt.Errorf("error handling outbox events: %w", err)
 		}
 	}
 	// Record progress even when ctx ended meanwhile: the batch is handled,
@@ -109,7 +130,7 @@ func consumeOnce(ctx context.Context, st *store.Store, c Consumer, types []strin
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := st.OutboxAdvance(actx, c.Name, b.Next); err != nil {
-		return false, err
+		return b.Scanned, false, err
 	}
-	return b.Scanned == batch, nil
+	return b.Scanned, b.Scanned == batch, nil
 }
