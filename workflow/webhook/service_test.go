@@ -450,3 +450,43 @@ func (c *atomicCounter) inc() int {
 	c.n++
 	return c.n
 }
+
+// TestSeveralProcesses: two services on one database (as two serve
+// processes) enqueue and send every event once.
+func TestSeveralProcesses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	secret := webhook.NewSecret()
+	recv := newReceiver(t, secret, func(int) int { return 200 })
+	_, err := b.st.WebhookCreate(t.Context(), store.WebhookCreateParams{TeamID: b.admin.Memberships[0].TeamID,
+		URL: recv.srv.URL, Events: []string{"task.completed", "task.state"}, Secret: secret})
+	require.NoError(t, err)
+	b.runService(t, 2*time.Second)
+	b.runService(t, 2*time.Second)
+	b.runPool(t)
+	const n = 8
+	for range n {
+		b.submit(t, nil)
+	}
+	require.Eventually(t, func() bool {
+		var pending, all int
+		require.NoError(t, b.st.Pool().QueryRow(t.Context(),
+			`SELECT count(*) FILTER (WHERE state <> 'succeeded'), count(*) FROM webhook_deliveries`).Scan(&pending, &all))
+		var events int
+		require.NoError(t, b.st.Pool().QueryRow(t.Context(),
+			`SELECT count(*) FROM task_events WHERE type IN ('task.completed', 'task.state')`).Scan(&events))
+		_, p := recv.snapshot()
+		return pending == 0 && all == events && len(p) == events && b.allDone(t, n)
+	}, 30*time.Second, 20*time.Millisecond)
+	reqs, processed := recv.snapshot()
+	require.Len(t, reqs, len(processed), "no delivery sent twice")
+	for id, c := range processed {
+		require.Equal(t, 1, c, id)
+	}
+}
+
+func (b *testBundle) allDone(t *testing.T, n int) bool {
+	var done int
+	require.NoError(t, b.st.Pool().QueryRow(t.Context(), `SELECT count(*) FROM tasks WHERE state = 'completed'`).Scan(&done))
+	return done == n
+}
