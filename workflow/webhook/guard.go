@@ -62,9 +62,20 @@ func NewGuard(allow []string, r Resolver) (*Guard, error) {
 	return g, nil
 }
 
-// blockedAddr reports whether ip is an internal address.
+// blockedAddr reports whether ip is an internal address, also when it is
+// an IPv4 address embedded in NAT64 (64:ff9b::/96) or 6to4 (2002::/16) form,
+// which a gateway would translate into that IPv4 address.
 func blockedAddr(ip netip.Addr) bool {
 	ip = ip.Unmap()
+	if ip.Is6() {
+		b := ip.As16()
+		switch {
+		case nat64.Contains(ip):
+			return blockedAddr(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+		case sixToFour.Contains(ip):
+			return blockedAddr(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+		}
+	}
 	return !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() ||
 		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() ||
 		ip.IsUnspecified() || cgnat.Contains(ip) || ip == broadcast
@@ -72,6 +83,8 @@ func blockedAddr(ip netip.Addr) bool {
 
 var (
 	cgnat     = netip.MustParsePrefix("100.64.0.0/10") // shared address space, internal in practice
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour = netip.MustParsePrefix("2002::/16")
 	broadcast = netip.AddrFrom4([4]byte{255, 255, 255, 255})
 )
 

@@ -111,6 +111,7 @@ func TestGuardRefusesInternalAddresses(t *testing.T) {
 	corpus := []string{
 		"127.0.0.1", "[::1]", "0.0.0.0", "10.0.0.1", "169.254.169.254", "2130706433", "[::ffff:127.0.0.1]",
 		"0x7f.1", "127.1", "0177.0.0.1", "192.168.1.1", "172.16.0.1", "[fe80::1]", "[fc00::1]", "224.0.0.1",
+		"[64:ff9b::7f00:1]", "[2002:a00:1::1]", "100.64.0.1",
 		"internal.test", "v6.test", "metadata.test", "private.test", "mixed.test", "mapped.test", "zero.test", "multi.test",
 	}
 	for _, host := range corpus {
@@ -138,6 +139,7 @@ func TestGuardRefusesInternalAddresses(t *testing.T) {
 	})
 	t.Run("PublicAccepted", func(t *testing.T) {
 		require.NoError(t, g.CheckURL(t.Context(), "https://93.184.216.34/hook"))
+		require.NoError(t, g.CheckURL(t.Context(), "https://[64:ff9b::5db8:d822]/hook"), "NAT64 of a public address")
 	})
 }
 
