@@ -6,8 +6,13 @@
 -- of transactions older than every transaction still running (the snapshot's
 -- xmin): no row can appear later behind its cursor, and nothing uncommitted
 -- (nothing that did not happen) is ever read.
-ALTER TABLE task_events ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id();
-CREATE INDEX task_events_txid_task_id_seq_idx ON task_events (txid, task_id, seq);
+--
+-- Added without a default first and given one after: no table rewrite and
+-- no long lock on a big table. Events written before this migration keep a
+-- NULL txid and are outside the outbox (they have happened already).
+ALTER TABLE task_events ADD COLUMN txid xid8;
+ALTER TABLE task_events ALTER COLUMN txid SET DEFAULT pg_current_xact_id();
+CREATE INDEX task_events_txid_task_id_seq_idx ON task_events (txid, task_id, seq) WHERE txid IS NOT NULL;
 
 CREATE TABLE outbox_cursors (
     name       text PRIMARY KEY,
@@ -16,12 +21,11 @@ CREATE TABLE outbox_cursors (
     seq        integer NOT NULL,
     updated_at timestamptz NOT NULL DEFAULT now()
 );
--- The webhook dispatcher's cursor starts here, past every event that exists
--- (the rewrite above stamped them all with this transaction's id): events of
--- earlier tasks are not sent, and none written after this commit can be
--- missed, however late the first serve process starts.
+-- The webhook dispatcher's cursor starts before every stamped event, so no
+-- event written after this migration is missed, however late the first
+-- serve process starts (and whichever transaction, old or new, writes it).
 INSERT INTO outbox_cursors (name, txid, task_id, seq)
-VALUES ('webhooks', pg_current_xact_id(), 'ffffffff-ffff-ffff-ffff-ffffffffffff', 2147483647);
+VALUES ('webhooks', '0'::xid8, '00000000-0000-0000-0000-000000000000', 0);
 
 -- Team subscriptions. secret is "whsec_" + base64 of the signing key; it is
 -- shown once at creation and never returned again.

@@ -81,7 +81,8 @@ func (s *Store) OutboxRead(ctx context.Context, name string, types []string, lim
 		       COALESCE(cardinality($5::text[]) = 0 OR e.type = ANY($5), true) AS wanted,
 		       e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data, e.created_at, t.team_id::text
 		FROM task_events e JOIN tasks t ON t.id = e.task_id
-		WHERE (e.txid, e.task_id, e.seq) > ($1::text::xid8, $2::uuid, $3)
+		WHERE e.txid IS NOT NULL
+		  AND (e.txid, e.task_id, e.seq) > ($1::text::xid8, $2::uuid, $3)
 		  AND e.txid < pg_snapshot_xmin(pg_current_snapshot())
 		ORDER BY e.txid, e.task_id, e.seq
 		LIMIT $4`, strconv.FormatUint(cur.TxID, 10), cur.TaskID, cur.Seq, limit, types)
