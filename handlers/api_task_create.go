@@ -1,10 +1,10 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -55,7 +55,7 @@ func (h *Handler) apiTaskCreate(c echo.Context) error {
 		TeamID: team.TeamID, CreatedByID: u.ID, IdempotencyKey: key, RequestHash: canonicalHash(body),
 		MaxPending: h.cfg.MaxPending,
 	}
-	if err := h.validateTaskCreate(&req, &p); err != nil {
+	if err := h.validateTaskCreate(c.Request().Context(), &req, &p); err != nil {
 		return err
 	}
 	t, created, err := h.store.TaskInsert(c.Request().Context(), p)
@@ -77,7 +77,7 @@ func (h *Handler) apiTaskCreate(c echo.Context) error {
 }
 
 // validateTaskCreate checks the request and fills p. Errors name the field.
-func (h *Handler) validateTaskCreate(req *taskCreateRequest, p *store.TaskInsertParams) error {
+func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest, p *store.TaskInsertParams) error {
 	prio, err := task.ParsePriority(req.Priority)
 	if err != nil {
 		return errInvalid("priority", "%v", err)
@@ -97,12 +97,8 @@ func (h *Handler) validateTaskCreate(req *taskCreateRequest, p *store.TaskInsert
 		p.MaxAttempts = *req.MaxAttempts
 	}
 	if req.Webhook != nil {
-		wu, err := url.Parse(req.Webhook.URL)
-		if err != nil || (wu.Scheme != "https" && wu.Scheme != "http") || wu.Host == "" {
-			return errInvalid("webhook.url", "webhook.url must be an http(s) URL")
-		}
-		if len(req.Webhook.Secret) < 16 {
-			return errInvalid("webhook.secret", "webhook.secret must be at least 16 characters")
+		if err := h.checkTaskWebhook(ctx, req.Webhook.URL, req.Webhook.Secret); err != nil {
+			return err
 		}
 		p.Webhook, _ = json.Marshal(req.Webhook)
 	}

@@ -14,6 +14,7 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/webhook"
 )
 
 // Deps are what the handlers need from the rest of flightdeck.
@@ -24,6 +25,9 @@ type Deps struct {
 	Registry  *prometheus.Registry // metrics are registered here and served at /metrics
 	Pipelines *pipeline.Catalog    // default: the built-in pipelines
 	Hub       *event.Hub           // wakes live event streams; default: one fed by nothing (polling only)
+	// WebhookGuard checks webhook URLs (SSRF); default: Config.WebhookAllow
+	// with the system resolver.
+	WebhookGuard *webhook.Guard
 }
 
 // Handler carries the dependencies of every handler.
@@ -37,6 +41,8 @@ type Handler struct {
 	wsRate    *ratelimit.Limiter
 	pipelines *pipeline.Catalog
 	hub       *event.Hub
+
+	webhookGuard *webhook.Guard
 }
 
 func newHandler(d Deps) *Handler {
@@ -56,7 +62,7 @@ func newHandler(d Deps) *Handler {
 	if hub == nil {
 		hub = event.NewHub()
 	}
-	return &Handler{
+	h := &Handler{
 		pipelines: pipelines,
 		hub:       hub,
 		cfg:       d.Config,
@@ -67,4 +73,13 @@ func newHandler(d Deps) *Handler {
 		apiRate:   ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
 		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
 	}
+	h.webhookGuard = d.WebhookGuard
+	if h.webhookGuard == nil {
+		var err error
+		if h.webhookGuard, err = webhook.NewGuard(d.Config.WebhookAllow, nil); err != nil {
+			logger.Error("Ignoring FLIGHTDECK_WEBHOOK_ALLOW", "error", err)
+			h.webhookGuard, _ = webhook.NewGuard(nil, nil)
+		}
+	}
+	return h
 }

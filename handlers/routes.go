@@ -51,6 +51,11 @@ func New(d Deps) *echo.Echo {
 	app.POST("/approvals/:task_id/:approval_id", h.approvalDecide)
 	app.GET("/dashboard", h.dashboardShow)
 	app.GET("/pipelines", h.pipelineList)
+	app.GET("/webhooks", h.webhookList)
+	app.POST("/webhooks", h.webhookCreate)
+	app.GET("/webhooks/:id", h.webhookShow)
+	app.POST("/webhooks/:id/delete", h.webhookDelete)
+	app.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.webhookRedeliver)
 
 	// JSON API: bearer token or session cookie (+ CSRF header), per-user rate limit.
 	api := e.Group("/api/v1", middleware.BodyLimit("1M"), h.csrf, h.authenticate, h.requireAPIUser, h.rateLimit)
@@ -69,6 +74,11 @@ func New(d Deps) *echo.Echo {
 	api.GET("/pipelines", h.apiPipelineList)
 	api.GET("/artifacts/:id", h.apiArtifactGet)
 	api.GET("/artifacts/:id/meta", h.apiArtifactMeta)
+	api.POST("/webhooks", h.apiWebhookCreate)
+	api.GET("/webhooks", h.apiWebhookList)
+	api.DELETE("/webhooks/:id", h.apiWebhookDelete)
+	api.GET("/webhooks/:id/deliveries", h.apiWebhookDeliveries)
+	api.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.apiWebhookRedeliver)
 
 	// Sockets: no body-wrapping middleware around the hijacked connection.
 	e.GET("/api/v1/ws", h.wsAPI, h.authenticate, h.requireAPIUser)

@@ -17,7 +17,13 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/queue"
+	"flightdeck/workflow/webhook"
 )
+
+func webhookConfig(cfg config.Config, guard *webhook.Guard, env *cliEnv) webhook.Config {
+	return webhook.Config{Guard: guard, Timeout: cfg.WebhookTimeout, Poll: cfg.PollInterval, Logger: env.logger,
+		Schedule: webhook.Schedule{Steps: cfg.WebhookSchedule, Every: cfg.WebhookEvery, MaxAge: cfg.WebhookMaxAge}}
+}
 
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	cfg, err := config.Load(env.getenv)
@@ -90,9 +96,16 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		})
 		pool.Attach(notifier)
 	}
+	guard, err := webhook.NewGuard(cfg.WebhookAllow, nil)
+	if err != nil {
+		return err
+	}
 	go notifier.Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
+	if cfg.Role != "web" { // webhooks: outbox dispatcher + delivery sender
+		go webhook.New(st, hub, webhookConfig(cfg, guard, env)).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
+	}
 
-	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: env.logger, Registry: reg, Pipelines: catalog, Hub: hub})
+	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: env.logger, Registry: reg, Pipelines: catalog, Hub: hub, WebhookGuard: guard})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -70,6 +70,17 @@ type Config struct {
 	// (FLIGHTDECK_LOCAL_STOP_ON_EXIT=1; default off: they keep serving and a
 	// restarted server adopts them).
 	LocalStopOnExit bool
+	// Webhooks. WebhookAllow (FLIGHTDECK_WEBHOOK_ALLOW, comma-separated hosts
+	// or CIDRs) may be reached although internal. Zero durations mean the
+	// defaults of workflow/webhook: FLIGHTDECK_WEBHOOK_SCHEDULE (retry delays,
+	// default 5s,30s,2m,10m,1h), FLIGHTDECK_WEBHOOK_EVERY (then every 6h),
+	// FLIGHTDECK_WEBHOOK_MAX_AGE (for up to 72h), FLIGHTDECK_WEBHOOK_TIMEOUT
+	// (per attempt, 10s).
+	WebhookAllow    []string
+	WebhookSchedule []time.Duration
+	WebhookEvery    time.Duration
+	WebhookMaxAge   time.Duration
+	WebhookTimeout  time.Duration
 }
 
 // Load reads the configuration from getenv and validates it.
@@ -141,6 +152,18 @@ func Load(getenv func(string) string) (Config, error) {
 	c.LocalMonitorTick = dur("FLIGHTDECK_LOCAL_MONITOR_TICK", time.Second)
 	c.LocalTLSAddr = getenv("FLIGHTDECK_LOCAL_TLS_ADDR")
 	c.LocalStopOnExit = isTrue(getenv("FLIGHTDECK_LOCAL_STOP_ON_EXIT"))
+	c.WebhookAllow = splitList(getenv("FLIGHTDECK_WEBHOOK_ALLOW"))
+	for _, v := range splitList(getenv("FLIGHTDECK_WEBHOOK_SCHEDULE")) {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Sprintf("FLIGHTDECK_WEBHOOK_SCHEDULE: want positive durations like 5s,30s, got %q", v))
+			break
+		}
+		c.WebhookSchedule = append(c.WebhookSchedule, d)
+	}
+	c.WebhookEvery = dur("FLIGHTDECK_WEBHOOK_EVERY", 0)
+	c.WebhookMaxAge = dur("FLIGHTDECK_WEBHOOK_MAX_AGE", 0)
+	c.WebhookTimeout = dur("FLIGHTDECK_WEBHOOK_TIMEOUT", 0)
 	for _, name := range c.SecretEnv {
 		if v := getenv(name); v != "" {
 			c.secretValues = append(c.secretValues, v)
