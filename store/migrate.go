@@ -24,7 +24,11 @@ func (s *Store) Migrate(ctx context.Context, logger *slog.Logger) error {
 	}
 	db := stdlib.OpenDBFromPool(s.pool)
 	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
+	// Out of order: work merged from parallel branches can land a lower
+	// number after a higher one was applied somewhere; each migration is
+	// independent, so applying the missing one late is right.
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker),
+		goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return fmt.Errorf("error preparing migrations: %w", err)
 	}
