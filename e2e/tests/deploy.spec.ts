@@ -1,21 +1,11 @@
-import { test, expect, Browser, Page } from '@playwright/test';
+import { test, expect, Page } from '@playwright/test';
+import { signIn } from './helpers';
 
-const password = process.env.FLIGHTDECK_DEV_PASSWORD ?? 'e2e-demo-password';
 const port = Number(process.env.E2E_PORT ?? 18731);
 // A fresh name per run: demo-app processes outlive the server on purpose
 // (a restarted server adopts them), so runs must not share a host.
 const app = `shop${Date.now().toString(36).slice(-5)}`;
 
-async function signIn(browser: Browser, email: string): Promise<Page> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  await page.goto('/login');
-  await page.getByTestId('login-email').fill(email);
-  await page.getByTestId('login-password').fill(password);
-  await page.getByTestId('login-submit').click();
-  await expect(page).toHaveURL(/\/tasks$/);
-  return page;
-}
 
 async function deploy(page: Page, version: string) {
   await page.goto('/tasks/new?pipeline=web-service');

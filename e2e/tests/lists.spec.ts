@@ -1,16 +1,7 @@
-import { test, expect, Browser, Page } from '@playwright/test';
+import { test, expect, Page } from '@playwright/test';
+import { signIn } from './helpers';
 
-const password = process.env.FLIGHTDECK_DEV_PASSWORD ?? 'e2e-demo-password';
 
-async function signIn(browser: Browser, email: string): Promise<Page> {
-  const page = await (await browser.newContext()).newPage();
-  await page.goto('/login');
-  await page.getByTestId('login-email').fill(email);
-  await page.getByTestId('login-password').fill(password);
-  await page.getByTestId('login-submit').click();
-  await expect(page).toHaveURL(/\/tasks$/);
-  return page;
-}
 
 async function submitApprovalDemo(page: Page): Promise<string> {
   await page.goto('/tasks/new?pipeline=approval-demo');

@@ -1,10 +1,10 @@
-import { test, expect, Browser, Page } from '@playwright/test';
+import { test, expect, Page } from '@playwright/test';
+import { signIn } from './helpers';
 import http from 'node:http';
 
 // A scripted OpenAI-compatible model (the server's OPENAI_BASE_URL points
 // here): it lists deploys, proposes a rollback, then reports.
 const llmPort = Number(process.env.E2E_LLM_PORT ?? 18734);
-const password = process.env.FLIGHTDECK_DEV_PASSWORD ?? 'e2e-demo-password';
 let llm: http.Server;
 const requests: any[] = [];
 
@@ -45,15 +45,6 @@ test.afterAll(async () => {
   await new Promise((resolve) => llm.close(resolve));
 });
 
-async function signIn(browser: Browser, email: string): Promise<Page> {
-  const page = await (await browser.newContext()).newPage();
-  await page.goto('/login');
-  await page.getByTestId('login-email').fill(email);
-  await page.getByTestId('login-password').fill(password);
-  await page.getByTestId('login-submit').click();
-  await expect(page).toHaveURL(/\/tasks$/);
-  return page;
-}
 
 async function deploy(page: Page, version: string) {
   await page.goto('/tasks/new?pipeline=noop-service');
