@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/store"
 	"flightdeck/workflow/task"
 )
@@ -150,30 +149,4 @@ func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest
 		return errInvalid("kind", "kind must be deploy or agent")
 	}
 	return nil
-}
-
-// deployTeam picks the team a submission goes to: the named one, or the only
-// team where the user may deploy.
-func deployTeam(u *auth.User, name string) (auth.Membership, error) {
-	var can []auth.Membership
-	for _, m := range u.Memberships {
-		if name != "" && m.Team == name {
-			if !m.Role.AtLeast(auth.RoleDeployer) {
-				return m, errForbidden
-			}
-			return m, nil
-		}
-		if m.Role.AtLeast(auth.RoleDeployer) {
-			can = append(can, m)
-		}
-	}
-	switch {
-	case name != "":
-		return auth.Membership{}, errInvalid("team", "you are not a member of team %q", name)
-	case len(can) == 1:
-		return can[0], nil
-	case len(can) == 0:
-		return auth.Membership{}, &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: "viewers cannot submit tasks"}
-	}
-	return auth.Membership{}, errInvalid("team", "you deploy for several teams: name one in team")
 }

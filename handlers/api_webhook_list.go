@@ -4,10 +4,12 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"flightdeck/internal/auth"
 )
 
 func (h *Handler) apiWebhookList(c echo.Context) error {
-	teams := adminTeamIDs(userOf(c))
+	teams := teamIDsAtLeast(userOf(c), auth.RoleAdmin)
 	if len(teams) == 0 {
 		return errForbidden
 	}

@@ -49,12 +49,7 @@ func (h *Handler) loadInbox(ctx context.Context, u *auth.User) (pages.ApprovalIn
 		}
 		p.Items = append(p.Items, v)
 	}
-	var admin []string
-	for _, m := range u.Memberships {
-		if m.Role.AtLeast(auth.RoleAdmin) {
-			admin = append(admin, m.TeamID)
-		}
-	}
+	admin := teamIDsAtLeast(u, auth.RoleAdmin)
 	if p.IsAdmin = len(admin) > 0; p.IsAdmin {
 		tasks, _, err := h.store.TaskList(ctx, store.TaskListParams{TeamIDs: admin, State: "needs_attention"})
 		if err != nil {

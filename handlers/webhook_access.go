@@ -14,43 +14,6 @@ import (
 	"flightdeck/workflow/task"
 )
 
-// adminTeamIDs are the teams whose webhooks u manages.
-func adminTeamIDs(u *auth.User) []string {
-	var ids []string
-	for _, m := range u.Memberships {
-		if m.Role.AtLeast(auth.RoleAdmin) {
-			ids = append(ids, m.TeamID)
-		}
-	}
-	return ids
-}
-
-// adminTeam picks the team a new webhook belongs to: the named one, or the
-// only team u administers.
-func adminTeam(u *auth.User, name string) (auth.Membership, error) {
-	var can []auth.Membership
-	for _, m := range u.Memberships {
-		if name != "" && m.Team == name {
-			if !m.Role.AtLeast(auth.RoleAdmin) {
-				return m, errForbidden
-			}
-			return m, nil
-		}
-		if m.Role.AtLeast(auth.RoleAdmin) {
-			can = append(can, m)
-		}
-	}
-	switch {
-	case name != "":
-		return auth.Membership{}, errInvalid("team", "you are not a member of team %q", name)
-	case len(can) == 1:
-		return can[0], nil
-	case len(can) == 0:
-		return auth.Membership{}, errForbidden
-	}
-	return auth.Membership{}, errInvalid("team", "you administer several teams: name one in team")
-}
-
 // webhookForAdmin loads a webhook of one of u's teams (404 otherwise) that u
 // administers (403 otherwise).
 func (h *Handler) webhookForAdmin(ctx context.Context, u *auth.User, id string) (*store.Webhook, error) {

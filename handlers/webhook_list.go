@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"flightdeck/internal/auth"
 	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/event"
@@ -17,7 +18,7 @@ func (h *Handler) webhookList(c echo.Context) error {
 // renderWebhookList renders the page around p (a create's secret or error).
 func (h *Handler) renderWebhookList(c echo.Context, status int, p pages.WebhookListProps) error {
 	u := userOf(c)
-	teams := adminTeamIDs(u)
+	teams := teamIDsAtLeast(u, auth.RoleAdmin)
 	if len(teams) == 0 {
 		return errForbidden
 	}
