@@ -41,6 +41,7 @@ type Handler struct {
 	wsRate    *ratelimit.Limiter
 	pipelines *pipeline.Catalog
 	hub       *event.Hub
+	teamFeed  *teamFeed
 
 	webhookGuard *webhook.Guard
 }
@@ -73,6 +74,7 @@ func newHandler(d Deps) *Handler {
 		apiRate:   ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
 		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
 	}
+	h.teamFeed = newTeamFeed(d.Store, hub, logger, reg)
 	h.webhookGuard = d.WebhookGuard
 	if h.webhookGuard == nil {
 		var err error

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,10 +71,18 @@ func setupWith(t *testing.T, tune func(*config.Config)) *testBundle {
 	notifier := event.NewNotifier(st, logger)
 	hub := event.NewHub()
 	hub.Attach(notifier)
+	listening := make(chan struct{})
+	notifier.OnConnect(sync.OnceFunc(func() { close(listening) }))
 	ctx2, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = notifier.Run(ctx2); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+	// Changes made from here on reach the hub: LISTEN is in place.
+	select {
+	case <-listening:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the notifier did not connect")
+	}
 	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: logger, Hub: hub})
 	b.srv = httptest.NewServer(e)
 	t.Cleanup(b.srv.Close)

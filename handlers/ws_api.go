@@ -188,25 +188,26 @@ func (s *wsSession) subscribe(m wsMessage) error {
 		}
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if stop, ok := s.subs[key]; ok {
 		stop() // re-subscribing restarts from the new after_seq
 	}
+	ack := func() {
+		if m.ID != "" {
+			s.reply(wsOut{Type: "ack", ID: m.ID})
+		}
+	}
+	if key == "team" {
+		// The process-wide feed loads and encodes each change once.
+		s.subs[key] = s.h.teamFeed.subscribe(u.TeamIDs(), func(c *taskChange) bool { return s.conn.send(c.frame) }, ack)
+		return nil
+	}
 	subCtx, cancel := context.WithCancel(ctx)
 	s.subs[key] = cancel
-	s.mu.Unlock()
-	if m.ID != "" {
-		s.reply(wsOut{Type: "ack", ID: m.ID})
-	}
+	ack()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if key == "team" {
-			s.h.streamTeam(subCtx, u.TeamIDs(), func(t any) bool {
-				b, _ := json.Marshal(wsOut{Type: "task", Task: t})
-				return s.conn.send(b)
-			})
-			return
-		}
 		s.h.streamEvents(subCtx, m.TaskID, m.AfterSeq, func(e task.Event) bool {
 			b, _ := json.Marshal(wsOut{Type: "event", Event: &e})
 			return s.conn.send(b)
@@ -253,32 +254,6 @@ func (h *Handler) streamEvents(ctx context.Context, taskID string, after int, se
 			return
 		case <-sub.C:
 		case <-poll.C:
-		}
-	}
-}
-
-// streamTeam sends the task JSON (without steps) of every task of teamIDs
-// whose events change, for dashboards.
-func (h *Handler) streamTeam(ctx context.Context, teamIDs []string, send func(any) bool) {
-	feed := h.hub.SubscribeFeed()
-	defer feed.Close()
-	lastSeq := map[string]int{}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case id := <-feed.C:
-			t, err := h.store.TaskGet(ctx, teamIDs, id)
-			if err != nil || t.LastSeq <= lastSeq[id] {
-				continue // another team's task, or nothing new
-			}
-			lastSeq[id] = t.LastSeq
-			if len(lastSeq) > 10000 {
-				clear(lastSeq)
-			}
-			if !send(toTaskJSON(t).Task) {
-				return
-			}
 		}
 	}
 }

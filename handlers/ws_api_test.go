@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,3 +205,82 @@ func TestWebSocketLimits(t *testing.T) {
 // wsStall is how long the slow reader stalls: longer than the server's
 // 5 s write timeout (a deliberate wait: the behaviour under test is time).
 const wsStall = 7 * time.Second
+
+// teamFeedLoads reads the team feed's load counter from /metrics.
+func (b *testBundle) teamFeedLoads(t *testing.T) float64 {
+	t.Helper()
+	_, body := b.get(t, b.srv.Client(), "/metrics", nil)
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(line, "flightdeck_ws_team_feed_loads_total "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatal("no flightdeck_ws_team_feed_loads_total in /metrics")
+	return 0
+}
+
+// nextTask reads frames until a task message and returns its task.
+func (w *wsClient) nextTask() map[string]any {
+	w.t.Helper()
+	for {
+		if m := w.next(); m["type"] == "task" {
+			return m["task"].(map[string]any)
+		}
+	}
+}
+
+func TestWebSocketTeamFeedFansOutOneLoad(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 25
+	subscribe := func(token string) *wsClient {
+		ws, _, err := b.dialWS(t, token, nil)
+		require.NoError(t, err)
+		ws.send(`{"type":"subscribe","topic":"team","id":"t"}`)
+		m := ws.next()
+		require.Equal(t, "ack", m["type"])
+		require.Equal(t, "t", m["id"])
+		return ws
+	}
+	acme := make([]*wsClient, n)
+	for i := range acme {
+		acme[i] = subscribe(b.aliceToken)
+	}
+	rival := subscribe(b.bobToken)
+	require.Zero(t, b.teamFeedLoads(t))
+
+	// Each change reaches every acme socket and costs one load in all.
+	id := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil).body["id"].(string)
+	for _, ws := range acme {
+		tk := ws.nextTask()
+		require.Equal(t, id, tk["id"])
+		require.Equal(t, "pending", tk["state"])
+		require.NotContains(t, tk, "steps", "the team feed sends tasks without steps")
+	}
+	require.Equal(t, 1.0, b.teamFeedLoads(t))
+	require.Equal(t, http.StatusAccepted, b.api(t, "POST", "/api/v1/tasks/"+id+"/cancel", b.aliceToken, ``, nil).status)
+	for _, ws := range acme {
+		require.Equal(t, "cancelled", ws.nextTask()["state"])
+	}
+	require.Equal(t, 2.0, b.teamFeedLoads(t))
+
+	// The rival socket got none of acme's: its first task is its own.
+	own := b.api(t, "POST", "/api/v1/tasks", b.bobToken, `{"kind":"deploy","pipeline":"noop"}`, nil).body["id"].(string)
+	require.Equal(t, own, rival.nextTask()["id"])
+	// And no acme socket got rival's: their next task is acme's next one.
+	next := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil).body["id"].(string)
+	for _, ws := range acme {
+		require.Equal(t, next, ws.nextTask()["id"])
+	}
+	require.Equal(t, 4.0, b.teamFeedLoads(t))
+
+	// Unsubscribing stops the frames; the others go on.
+	acme[0].send(`{"type":"unsubscribe","topic":"team","id":"u"}`)
+	require.Equal(t, "ack", acme[0].next()["type"])
+	last := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil).body["id"].(string)
+	require.Equal(t, last, acme[1].nextTask()["id"])
+	acme[0].send(`{"type":"ping","id":"p"}`)
+	require.Equal(t, "pong", acme[0].next()["type"], "no task frame after the unsubscribe ack")
+}

@@ -26,33 +26,23 @@ func (h *Handler) wsTaskList(c echo.Context) error {
 	}
 	defer conn.close(websocket.StatusNormalClosure, "")
 	go conn.drain()
-	u := userOf(c)
-	feed := h.hub.SubscribeFeed()
-	defer feed.Close()
 	since, noticed := time.Now(), false
-	for {
-		var id string
-		select {
-		case <-conn.ctx.Done():
-			return nil
-		case id = <-feed.C:
+	// deliver runs on the team feed's loop, one change at a time, so
+	// noticed needs no lock.
+	stop := h.teamFeed.subscribe(userOf(c).TeamIDs(), func(ch *taskChange) bool {
+		t := ch.task
+		if !t.CreatedAt.After(since) || !matches(p, t) {
+			return conn.send(ch.rowHTML())
 		}
-		t, err := h.store.TaskGet(conn.ctx, u.TeamIDs(), id)
-		if err != nil {
-			continue // another team's task, or gone
+		if noticed {
+			return true
 		}
+		noticed = true
 		var buf bytes.Buffer
-		if t.CreatedAt.After(since) && matches(p, t) {
-			if noticed {
-				continue
-			}
-			noticed = true
-			_ = pages.TaskListNotice(p).Render(context.Background(), &buf)
-		} else {
-			_ = pages.TaskListRow(taskRow(t)).Render(context.Background(), &buf)
-		}
-		if !conn.send(buf.Bytes()) {
-			return nil
-		}
-	}
+		_ = pages.TaskListNotice(p).Render(context.Background(), &buf)
+		return conn.send(buf.Bytes())
+	}, nil)
+	defer stop()
+	<-conn.ctx.Done()
+	return nil
 }

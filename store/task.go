@@ -66,6 +66,41 @@ func (s *Store) TaskGet(ctx context.Context, teamIDs []string, id string) (*task
 	return scanTask(row)
 }
 
+// TaskGetMany loads the tasks of ids that belong to one of teamIDs, in the
+// order of ids; unknown, malformed and other teams' ids are left out. One
+// query for a whole batch: the team feed loads each change once per process
+// with it, however many sockets watch.
+func (s *Store) TaskGetMany(ctx context.Context, teamIDs, ids []string) ([]*task.Task, error) {
+	valid := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if validUUID(id) {
+			valid = append(valid, id)
+		}
+	}
+	if len(valid) == 0 || len(teamIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` `+taskFrom+`
+		JOIN unnest($1::uuid[]) WITH ORDINALITY AS want(id, ord) ON want.id = t.id
+		WHERE t.team_id = ANY($2) ORDER BY want.ord`, valid, teamIDs)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var out []*task.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	return out, nil
+}
+
 // TaskListParams filter TaskList. Empty fields do not filter.
 type TaskListParams struct {
 	TeamIDs   []string // required: the caller's teams

@@ -192,3 +192,28 @@ func assertSeqs(t *testing.T, st *store.Store, u *auth.User, id string) {
 		require.Equal(t, i+1, e.Seq)
 	}
 }
+
+func TestTaskGetMany(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	a := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	b := testfactory.User(t, st, "b@rival.test", "rival", auth.RoleDeployer)
+	a1 := testfactory.Task(t, st, a, nil)
+	a2 := testfactory.Task(t, st, a, nil)
+	b1 := testfactory.Task(t, st, b, nil)
+
+	got, err := st.TaskGetMany(ctx, a.TeamIDs(), []string{a2.ID, "not-a-uuid", b1.ID, a1.ID, "00000000-0000-0000-0000-000000000000"})
+	require.NoError(t, err)
+	require.Len(t, got, 2, "other teams' and unknown ids are left out")
+	require.Equal(t, a2.ID, got[0].ID, "in the order asked")
+	require.Equal(t, a1.ID, got[1].ID)
+	require.Equal(t, "acme", got[0].Team)
+
+	got, err = st.TaskGetMany(ctx, append(a.TeamIDs(), b.TeamIDs()...), []string{b1.ID})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	got, err = st.TaskGetMany(ctx, nil, []string{a1.ID})
+	require.NoError(t, err)
+	require.Empty(t, got)
+}

@@ -1,6 +1,7 @@
 package event
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -9,10 +10,14 @@ import (
 // carries no events itself: a subscriber reads them from the store after its
 // last seq, so ordering and gap-freedom come from the database.
 type Hub struct {
-	mu    sync.Mutex
-	subs  map[string]map[*Subscription]struct{}
-	all   map[*Subscription]struct{} // subscribers of every task
-	feeds map[*Feed]struct{}
+	mu      sync.Mutex
+	subs    map[string]map[*Subscription]struct{}
+	all     map[*Subscription]struct{} // subscribers of every task
+	feeds   map[*Feed]struct{}
+	changes map[*Changes]struct{}
+	// attached: notifications feed the hub, so Changes take only those
+	// (they carry the seq; an in-process Publish is followed by one).
+	attached bool
 }
 
 // Feed delivers the ids of tasks with new events (team dashboards). When
@@ -60,12 +65,16 @@ type Subscription struct {
 
 // NewHub returns a hub; connect it to a Notifier with Attach.
 func NewHub() *Hub {
-	return &Hub{subs: map[string]map[*Subscription]struct{}{}, all: map[*Subscription]struct{}{}, feeds: map[*Feed]struct{}{}}
+	return &Hub{subs: map[string]map[*Subscription]struct{}{}, all: map[*Subscription]struct{}{},
+		feeds: map[*Feed]struct{}{}, changes: map[*Changes]struct{}{}}
 }
 
 // Attach feeds the hub from n's task_events notifications, and wakes every
 // subscriber after a reconnection (notifications may have been lost).
 func (h *Hub) Attach(n *Notifier) {
+	h.mu.Lock()
+	h.attached = true
+	h.mu.Unlock()
 	n.On(ChannelTaskEvents, h.notify)
 	n.OnConnect(h.WakeAll)
 }
@@ -109,8 +118,23 @@ func (s *Subscription) Close() {
 // Publish wakes the subscribers of taskIDs (in-process shortcut; the
 // notification from the database will wake them again, harmlessly).
 func (h *Hub) Publish(taskIDs ...string) {
+	cs := make([]Change, len(taskIDs))
+	for i, id := range taskIDs {
+		cs[i] = Change{TaskID: id}
+	}
+	h.publish(cs, taskIDs, false)
+}
+
+func (h *Hub) publish(cs []Change, taskIDs []string, notified bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// A Changes reader loads what it takes: an in-process Publish, which
+	// the commit's notification follows, would only cost a second load.
+	if notified || !h.attached {
+		for c := range h.changes {
+			c.add(cs)
+		}
+	}
 	for _, id := range taskIDs {
 		for s := range h.subs[id] {
 			wake(s.C)
@@ -154,13 +178,16 @@ func (h *Hub) notify(payload string) {
 		return
 	}
 	var ids []string
+	var cs []Change
 	for _, part := range strings.Split(payload, ",") {
-		id, _, _ := strings.Cut(part, ":")
+		id, seq, _ := strings.Cut(part, ":")
 		if id != "" {
+			n, _ := strconv.Atoi(seq) // unreadable: 0, "unknown"
 			ids = append(ids, id)
+			cs = append(cs, Change{TaskID: id, Seq: n})
 		}
 	}
-	h.Publish(ids...)
+	h.publish(cs, ids, true)
 }
 
 func wake(c chan struct{}) {
