@@ -89,6 +89,8 @@ func TestSubmitTask(t *testing.T) {
 			{"TrailingGarbage", good + `garbage`, "", 400, "invalid", ""},
 			{"DuplicateKeys", `{"kind":"deploy","kind":"agent","pipeline":"noop"}`, "", 400, "invalid", "kind"},
 			{"UnknownField", `{"kind":"deploy","pipeline":"noop","colour":1}`, "", 422, "invalid", "colour"},
+			{"UnknownNestedField", `{"kind":"deploy","pipeline":"noop","webhook":{"url":"https://hooks.test/x","x":1}}`, "", 422, "invalid", "webhook.x"},
+			{"UnknownBudget", `{"kind":"agent","prompt":"p","budgets":{"stepz":3}}`, "", 422, "invalid", "budgets.stepz"},
 			{"WrongType", `{"kind":"deploy","pipeline":"noop","priority":3}`, "", 422, "invalid", "priority"},
 			{"WrongContentType", good, "text/plain", 415, "unsupported_media_type", ""},
 			{"Empty", ``, "application/json", 400, "invalid", ""},

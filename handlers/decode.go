@@ -8,6 +8,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -53,13 +55,22 @@ func decodeStrict(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
+		// encoding/json names an unknown field by its key alone and a wrong
+		// type without array indices: bodyProblem finds the full path.
+		path, unknown, found := bodyProblem(body, reflect.TypeOf(dst))
 		var typeErr *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &typeErr):
 			field := typeErr.Field
+			if found && !unknown {
+				field = path
+			}
 			return errInvalid(field, "%s must be %s", fieldOrBody(field), jsonKind(typeErr.Type.Kind().String()))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			if found && unknown {
+				field = path
+			}
 			return errInvalid(field, "unknown field %s", field)
 		}
 		return errBadRequest("the request body does not match the expected shape: %v", err)
@@ -111,8 +122,8 @@ func duplicateIn(dec *json.Decoder, path string) (string, error) {
 		return "", nil
 	}
 	seen := map[string]bool{}
-	for dec.More() {
-		p := path
+	for i := 0; dec.More(); i++ {
+		p := joinPath(path, strconv.Itoa(i))
 		if d == '{' {
 			kt, err := dec.Token()
 			if err != nil {

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -8,9 +9,31 @@ import (
 )
 
 type decodeTarget struct {
-	Kind   string         `json:"kind"`
-	Count  int            `json:"count"`
-	Params map[string]any `json:"params"`
+	Kind    string          `json:"kind"`
+	Count   int             `json:"count"`
+	Params  map[string]any  `json:"params"`
+	Raw     json.RawMessage `json:"raw"`
+	Webhook *struct {
+		URL string `json:"url"`
+	} `json:"webhook"`
+	Events  []string               `json:"events"`
+	Steps   []decodeStep           `json:"steps"`
+	Budgets map[string]decodeLimit `json:"budgets"`
+	decodeEmbedded
+}
+
+type decodeStep struct {
+	Name string      `json:"name"`
+	With *decodeStep `json:"with"`
+}
+
+type decodeLimit struct {
+	Max uint `json:"max"`
+}
+
+type decodeEmbedded struct {
+	Note   string `json:"note"`
+	hidden string //nolint:unused // unexported: not a JSON field
 }
 
 func TestDecodeStrict(t *testing.T) {
@@ -32,6 +55,23 @@ func TestDecodeStrict(t *testing.T) {
 		{"WrongType", `{"kind":5}`, http.StatusUnprocessableEntity, "kind"},
 		{"WrongNestedType", `{"count":"two"}`, http.StatusUnprocessableEntity, "count"},
 		{"NotAnObject", `[1]`, http.StatusUnprocessableEntity, ""},
+		{"UnknownNestedField", `{"webhook":{"url":"https://x.test","x":1}}`, http.StatusUnprocessableEntity, "webhook.x"},
+		{"UnknownFieldInArrayItem", `{"steps":[{"name":"a"},{"name":"b","colour":1}]}`, http.StatusUnprocessableEntity, "steps.1.colour"},
+		{"UnknownFieldDeepInArrayItem", `{"steps":[{"with":{"with":{"nope":true}}}]}`, http.StatusUnprocessableEntity, "steps.0.with.with.nope"},
+		{"UnknownFieldInMapValue", `{"budgets":{"steps":{"max":3,"min":1}}}`, http.StatusUnprocessableEntity, "budgets.steps.min"},
+		{"UnknownFieldAfterKnownNested", `{"webhook":{"url":"u"},"extra":1}`, http.StatusUnprocessableEntity, "extra"},
+		{"UnexportedIsUnknown", `{"hidden":"x"}`, http.StatusUnprocessableEntity, "hidden"},
+		{"EmbeddedFieldIsKnown", `{"note":"x"}`, 0, ""},
+		{"FieldNamesFoldCase", `{"KIND":"deploy","Webhook":{"URL":"u"}}`, 0, ""},
+		{"FreeFormObjectsTakeAnything", `{"params":{"a":{"b":[1,{"c":2}]}},"raw":{"x":[{"y":1}]}}`, 0, ""},
+		{"WrongTypeNested", `{"webhook":{"url":5}}`, http.StatusUnprocessableEntity, "webhook.url"},
+		{"WrongTypeInArray", `{"events":["task.failed",5]}`, http.StatusUnprocessableEntity, "events.1"},
+		{"WrongTypeInArrayItem", `{"steps":[{"name":"a"},{"name":[]}]}`, http.StatusUnprocessableEntity, "steps.1.name"},
+		{"FractionForInteger", `{"budgets":{"steps":{"max":1.5}}}`, http.StatusUnprocessableEntity, "budgets.steps.max"},
+		{"NegativeForUnsigned", `{"budgets":{"steps":{"max":-1}}}`, http.StatusUnprocessableEntity, "budgets.steps.max"},
+		{"ObjectForList", `{"events":{"a":1}}`, http.StatusUnprocessableEntity, "events"},
+		{"NullsAreFine", `{"webhook":null,"events":null,"steps":[null],"count":null}`, 0, ""},
+		{"DuplicateKeyInArrayItem", `{"steps":[{"name":"a"},{"name":"a","name":"b"}]}`, http.StatusBadRequest, "steps.1.name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
