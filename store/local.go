@@ -193,3 +193,31 @@ func (s *Store) LocalRouteSwitch(ctx context.Context, host, from, to string) err
 		WHERE host = $1 AND instance_id = $2`, host, from, toArg)
 	return interpretError(err)
 }
+
+// LocalEffectPrune deletes up to limit effect records older than olderThan
+// that no task may still need and returns how many it deleted. An effect exists so that a re-run of its step (a retry, a
+// resumed task, a compensation retried from needs_attention) finds it
+// instead of acting twice. Only the task that planned the step can re-run
+// it (its key hashes the task id), and a task in a terminal state never
+// runs again, so an effect may go once the task holding its key (or, for a
+// compensation's "<key>:compensate", the step's key) ended before now -
+// olderThan; effects whose key no step holds (the task was deleted) go by
+// their own age. An effect is older than its task's end, so only effects
+// older than the cutoff are looked at.
+func (s *Store) LocalEffectPrune(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM local_effects WHERE idempotency_key IN (
+			SELECT e.idempotency_key FROM local_effects e
+			WHERE e.created_at < now() - make_interval(secs => $1)
+				AND NOT EXISTS (
+					SELECT 1 FROM task_steps s JOIN tasks t ON t.id = s.task_id
+					WHERE s.idempotency_key = regexp_replace(e.idempotency_key, ':compensate$', '')
+						AND (t.state NOT IN ('completed', 'failed', 'cancelled') OR t.finished_at IS NULL
+							OR t.finished_at >= now() - make_interval(secs => $1)))
+			LIMIT $2
+			FOR UPDATE OF e SKIP LOCKED)`, olderThan.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("error pruning local effects: %w", interpretError(err))
+	}
+	return int(tag.RowsAffected()), nil
+}

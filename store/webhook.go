@@ -362,3 +362,25 @@ func (s *Store) WebhookDeliveryRedeliver(ctx context.Context, teamIDs []string, 
 		return interpretError(err)
 	})
 }
+
+// WebhookDeliveryPrune deletes up to limit deliveries that ended (succeeded
+// or failed for good) before now - olderThan and returns how many it
+// deleted. No ORDER BY: the statement stops at the first limit rows the
+// index yields instead of sorting a large backlog. A delivery's id is derived from its event, and the
+// outbox cursor passed that event when the delivery was enqueued, so a
+// pruned delivery is never enqueued again; it just leaves the log (and can
+// no longer be redelivered). SKIP LOCKED: several processes pruning at once
+// split the rows, and a delivery being redelivered is left alone.
+func (s *Store) WebhookDeliveryPrune(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM webhook_deliveries WHERE id IN (
+			SELECT id FROM webhook_deliveries
+			WHERE state <> 'pending'
+				AND COALESCE(delivered_at, last_attempt_at, created_at) < now() - make_interval(secs => $1)
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED)`, olderThan.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("error pruning webhook deliveries: %w", interpretError(err))
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -17,6 +17,7 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/queue"
+	"flightdeck/workflow/retention"
 	"flightdeck/workflow/webhook"
 )
 
@@ -101,6 +102,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	go notifier.Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
+	// Retention: every process prunes; the batches skip each other's rows.
+	go retention.New(st, retention.Config{Interval: cfg.CleanupInterval, WebhookDeliveries: cfg.WebhookDeliveryRetention,
+		LocalEffects: cfg.LocalEffectRetention, Logger: env.logger}).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 	if cfg.Role != "web" { // webhooks: outbox dispatcher + delivery sender
 		go webhook.New(st, hub, webhookConfig(cfg, guard, env)).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 	}

@@ -81,6 +81,14 @@ type Config struct {
 	WebhookEvery    time.Duration
 	WebhookMaxAge   time.Duration
 	WebhookTimeout  time.Duration
+	// Retention. Zero durations mean the defaults of workflow/retention:
+	// ended webhook deliveries are kept FLIGHTDECK_WEBHOOK_DELIVERY_RETENTION
+	// (default 168h), the local provider's effect records
+	// FLIGHTDECK_LOCAL_EFFECT_RETENTION after their task ended (default
+	// 168h); the cleanup runs every FLIGHTDECK_CLEANUP_INTERVAL (default 10m).
+	WebhookDeliveryRetention time.Duration
+	LocalEffectRetention     time.Duration
+	CleanupInterval          time.Duration
 }
 
 // Load reads the configuration from getenv and validates it.
@@ -164,6 +172,9 @@ func Load(getenv func(string) string) (Config, error) {
 	c.WebhookEvery = dur("FLIGHTDECK_WEBHOOK_EVERY", 0)
 	c.WebhookMaxAge = dur("FLIGHTDECK_WEBHOOK_MAX_AGE", 0)
 	c.WebhookTimeout = dur("FLIGHTDECK_WEBHOOK_TIMEOUT", 0)
+	c.WebhookDeliveryRetention = dur("FLIGHTDECK_WEBHOOK_DELIVERY_RETENTION", 0)
+	c.LocalEffectRetention = dur("FLIGHTDECK_LOCAL_EFFECT_RETENTION", 0)
+	c.CleanupInterval = dur("FLIGHTDECK_CLEANUP_INTERVAL", 0)
 	for _, name := range c.SecretEnv {
 		if v := getenv(name); v != "" {
 			c.secretValues = append(c.secretValues, v)

@@ -26,6 +26,7 @@ func TestLoadValues(t *testing.T) {
 	c, err := Load(env(map[string]string{
 		"FLIGHTDECK_WORKERS": "3", "FLIGHTDECK_DEV": "1", "FLIGHTDECK_LEASE": "2s",
 		"FLIGHTDECK_ALLOWED_ORIGINS": "https://a.test, https://b.test", "FLIGHTDECK_ADDR": "127.0.0.1:9000",
+		"FLIGHTDECK_WEBHOOK_DELIVERY_RETENTION": "720h", "FLIGHTDECK_LOCAL_EFFECT_RETENTION": "48h", "FLIGHTDECK_CLEANUP_INTERVAL": "1m",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, 3, c.Workers)
@@ -33,13 +34,16 @@ func TestLoadValues(t *testing.T) {
 	require.Equal(t, 2*time.Second, c.Lease)
 	require.Equal(t, []string{"https://a.test", "https://b.test"}, c.AllowedOrigins)
 	require.Equal(t, "http://127.0.0.1:9000", c.PublicURL())
+	require.Equal(t, 720*time.Hour, c.WebhookDeliveryRetention)
+	require.Equal(t, 48*time.Hour, c.LocalEffectRetention)
+	require.Equal(t, time.Minute, c.CleanupInterval)
 }
 
 func TestLoadInvalid(t *testing.T) {
 	t.Parallel()
 	for _, kv := range [][2]string{
 		{"FLIGHTDECK_WORKERS", "zero"}, {"FLIGHTDECK_WORKERS", "-1"}, {"FLIGHTDECK_GRACE", "soon"},
-		{"FLIGHTDECK_API_RATE", "0"},
+		{"FLIGHTDECK_API_RATE", "0"}, {"FLIGHTDECK_LOCAL_EFFECT_RETENTION", "-1h"}, {"FLIGHTDECK_CLEANUP_INTERVAL", "often"},
 	} {
 		_, err := Load(env(map[string]string{kv[0]: kv[1]}))
 		require.Error(t, err, kv[0])
