@@ -256,6 +256,7 @@ func (p *Pool) execute(ctx, bg context.Context, j *Job) {
 		f.Error = &out.Error
 	}
 	f.Events = append(j.takeEvents(), finalEvent(f.State, out))
+	f.Steps = j.takeSteps()
 	applied, err := p.finish(f)
 	switch {
 	case err != nil:

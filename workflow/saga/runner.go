@@ -159,6 +159,17 @@ func (rn *run) initSteps() error {
 			inits = append(inits, store.StepInit{Idx: ps.Index, Name: ps.Name, IdempotencyKey: idempotencyKey(rn.j.Task.ID, ps, with)})
 		}
 	}
+	if rn.j.Task.FirstRun {
+		// Nobody wrote anything for this task yet, so there are no rows to
+		// load: create them here and let them ride with the next write,
+		// which comes before any step with a side effect runs.
+		for _, in := range inits {
+			row := store.StepRow{Idx: in.Idx, Name: in.Name, State: "pending", IdempotencyKey: in.IdempotencyKey}
+			rn.steps[in.Idx] = &row
+			rn.j.SaveStep(saveOf(row, false, false))
+		}
+		return nil
+	}
 	rows, err := rn.j.Store().StepsInit(rn.ctx, rn.j.Task.ID, rn.j.Token(), inits)
 	if err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
@@ -226,41 +237,81 @@ func (rn *run) flusher() func() {
 }
 
 // write applies a fenced step change; a lost lease becomes errInterrupted.
+// A forward change to a step whose action has no side effect is held back
+// and written with the task's next write (deferrable).
 func (rn *run) write(w store.StepWrite) error {
+	if rn.deferrable(w) {
+		for _, e := range w.Events {
+			rn.j.Emit(e)
+		}
+		row := rn.apply(w)
+		rn.j.SaveStep(saveOf(row, w.Start, w.Finish))
+		return nil
+	}
 	// Buffered events (logs, tool.executed) go first, in the same
 	// statement, so seqs stay in causal order.
-	buffered := rn.j.Drain()
-	w.Events = append(buffered, w.Events...)
-	err := rn.j.Store().StepWrite(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), w)
-	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
-		rn.j.Requeue(buffered)
-	}
+	err := rn.j.Write(context.WithoutCancel(rn.ctx), func(buffered []task.Event) error {
+		w.Events = append(buffered, w.Events...)
+		return rn.j.Store().StepWrite(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), w)
+	})
 	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, queue.ErrLeaseLost) {
 		return errInterrupted
 	}
 	if err == nil && w.Idx > 0 {
-		rn.mu.Lock()
-		row := rn.steps[w.Idx]
-		row.State = w.State
-		if w.Start {
-			row.Attempt++
-		}
-		if w.StartCompensation {
-			row.CompensationAttempt++
-		}
-		if w.Finish && (w.State == "completed" || w.State == "failed" || w.State == "cancelled") {
-			now := time.Now()
-			row.FinishedAt = &now
-		}
-		if len(w.Output) > 0 {
-			row.Output = w.Output
-		}
-		rn.mu.Unlock()
+		rn.apply(w)
 	}
 	if err == nil && w.TaskState != "" {
 		rn.j.Task.State = w.TaskState
 	}
 	return err
+}
+
+// deferrable: a forward change of a step whose action is effect-free (no
+// task state change, no compensation) needs no round trip of its own.
+func (rn *run) deferrable(w store.StepWrite) bool {
+	if w.Idx == 0 || w.TaskState != "" || w.StartCompensation {
+		return false
+	}
+	switch w.State {
+	case "running", "completed", "failed", "cancelled":
+	default:
+		return false
+	}
+	act, ok := rn.r.cfg.Actions[rn.plan[w.Idx].Step.Action]
+	return ok && action.IsEffectFree(act)
+}
+
+// apply records a written (or held-back) change in the run's copy of the
+// step row and returns the row.
+func (rn *run) apply(w store.StepWrite) store.StepRow {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	row := rn.steps[w.Idx]
+	row.State = w.State
+	if w.Start {
+		row.Attempt++
+		row.Error = nil
+	}
+	if w.StartCompensation {
+		row.CompensationAttempt++
+	}
+	if w.Finish && (w.State == "completed" || w.State == "failed" || w.State == "cancelled") {
+		now := time.Now()
+		row.FinishedAt = &now
+	}
+	if len(w.Output) > 0 {
+		row.Output = w.Output
+	}
+	if w.Error != nil {
+		row.Error = w.Error
+	}
+	return *row
+}
+
+// saveOf is a step row as written whole by a held-back write.
+func saveOf(row store.StepRow, started, finished bool) store.StepSave {
+	return store.StepSave{Idx: row.Idx, Name: row.Name, IdempotencyKey: row.IdempotencyKey, State: row.State,
+		Attempt: row.Attempt, Output: row.Output, Error: row.Error, Started: started, Finished: finished}
 }
 
 func (rn *run) event(ps pipeline.PlannedStep, typ task.EventType, status task.Status, tool, msg string, data any) task.Event {
