@@ -119,4 +119,3 @@ func eventsNote(taskID string, seq int) [2]string {
 }
 
 var readyNote = [2]string{channelTaskReady, ""}
-
