@@ -126,8 +126,9 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 		WITH existing AS (
 			SELECT id, request_hash FROM tasks WHERE team_id = $1 AND idempotency_key = NULLIF($10, '')
 		), room AS (
-			SELECT $13 = 0 OR count(*) < $13 AS ok
-			FROM (SELECT 1 FROM tasks WHERE team_id = $1 AND state = 'pending' LIMIT GREATEST($13, 1)) x
+			-- without a bound the count is never evaluated
+			SELECT $13 = 0 OR (SELECT count(*) FROM (
+				SELECT 1 FROM tasks WHERE team_id = $1 AND state = 'pending' LIMIT $13) x) < $13 AS ok
 		), ins AS (
 			INSERT INTO tasks (team_id, created_by, kind, pipeline, params, prompt, priority, max_attempts,
 				deadline_at, idempotency_key, request_hash, webhook, last_seq)

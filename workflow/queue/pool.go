@@ -52,7 +52,8 @@ type Pool struct {
 	finishc chan finishReq
 
 	mu      sync.Mutex
-	running map[string]*Job
+	running map[string]*Job // held tasks: handler running, or outcome being written
+	active  int             // handlers running (the slots in use)
 	jobs    sync.WaitGroup
 }
 
@@ -99,11 +100,22 @@ func (p *Pool) Wake() {
 	}
 }
 
-// Busy is the number of tasks running now.
+// Busy is the number of handlers running now (slots in use).
 func (p *Pool) Busy() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.running)
+	return p.active
+}
+
+// free is how many tasks the claimer may take now: a slot frees when its
+// handler returns, while its outcome is still being written (the lease,
+// renewed meanwhile, keeps it ours), so claiming overlaps finishing. Held
+// tasks are capped at twice the slots so a slow database cannot pile up
+// outcomes.
+func (p *Pool) free() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return min(p.cfg.Workers-p.active, 2*p.cfg.Workers-len(p.running))
 }
 
 // Run works until ctx ends, then stops gracefully: no new claims, running
@@ -158,7 +170,7 @@ func (p *Pool) claimer(ctx, bg context.Context) {
 	defer tick.Stop()
 	for {
 		for {
-			free := p.cfg.Workers - p.Busy()
+			free := p.free()
 			if free <= 0 {
 				break
 			}
@@ -184,7 +196,7 @@ func (p *Pool) claimer(ctx, bg context.Context) {
 			// Under load, wake-ups come one finished task at a time; a short
 			// pause lets several slots free up so one claim statement takes
 			// a batch instead of a task. At rest the pause is skipped.
-			if busy := p.Busy(); busy > 0 && p.cfg.Workers-busy < p.cfg.ClaimBatch/4 {
+			if busy := p.Busy(); busy > 0 && p.free() < p.cfg.ClaimBatch/4 {
 				select {
 				case <-ctx.Done():
 					return
@@ -204,6 +216,7 @@ func (p *Pool) start(bg context.Context, t *task.Task) {
 	j := &Job{Task: t, store: p.store, cancel: cancel, stop: make(chan struct{})}
 	p.mu.Lock()
 	p.running[t.ID] = j
+	p.active++
 	p.mu.Unlock()
 	if t.CancelRequested && t.State == task.StateRunning {
 		cancel(ErrCancelRequested)
@@ -222,6 +235,10 @@ func (p *Pool) execute(ctx, bg context.Context, j *Job) {
 	t := j.Task
 	logger := p.logger.With("task_id", t.ID, "kind", t.Kind, "attempt", t.Attempt)
 	out, panicked := p.runHandler(ctx, j, logger)
+	p.mu.Lock()
+	p.active--
+	p.mu.Unlock()
+	p.Wake()
 	cause := context.Cause(ctx)
 	if stop := j.StopCause(); stop != nil {
 		cause = stop // shutdown or a lost lease outranks an earlier cancel
