@@ -174,7 +174,11 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
 // SanitizeName keeps artifact names safe as file names and headers.
 func SanitizeName(n string) string {
-	n = unsafeName.ReplaceAllString(n, "_")
+	if strings.ContainsFunc(n, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) {
+		n = unsafeName.ReplaceAllString(n, "_")
+	}
 	n = strings.TrimLeft(n, ".")
 	if len(n) > 100 {
 		n = n[:100]

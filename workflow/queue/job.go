@@ -61,6 +61,7 @@ type Job struct {
 	mu     sync.Mutex
 	events []task.Event
 	steps  map[int]store.StepSave // held-back step rows, by index
+	ctx    context.Context        // cancelled with the causes above
 	cancel context.CancelCauseFunc
 	// flushMu keeps the job's writes in order: a background flush and the
 	// handler's own write never race, so seqs follow causality.

@@ -96,6 +96,9 @@ type run struct {
 	mu    sync.Mutex
 	steps map[int]*store.StepRow
 	plan  map[int]pipeline.PlannedStep
+
+	flushOnce   sync.Once
+	stopFlusher func() // set by startFlusher; no-op until then
 }
 
 // Run implements queue.Handler.
@@ -114,14 +117,13 @@ func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
 		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
 	}
 	rn := &run{r: r, j: j, ctx: ctx, p: p, params: params, stages: stages, total: total,
-		steps: map[int]*store.StepRow{}, plan: map[int]pipeline.PlannedStep{}}
+		steps: map[int]*store.StepRow{}, plan: map[int]pipeline.PlannedStep{}, stopFlusher: func() {}}
 	rn.secrets = secretValues(p, params)
 	if r.cfg.Secrets != nil {
 		rn.secrets = append(rn.secrets, r.cfg.Secrets()...)
 	}
 
-	stopFlush := rn.flusher()
-	defer stopFlush()
+	defer func() { rn.stopFlusher() }() // the flusher may start later
 
 	if err := rn.initSteps(); err != nil {
 		return rn.interruptedOutcome(err)
@@ -214,26 +216,29 @@ func (rn *run) data(ps pipeline.PlannedStep) map[string]any {
 	}
 }
 
-// flusher writes buffered events every FlushInterval, so live viewers see
-// progress while a long step runs.
-func (rn *run) flusher() func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(rn.r.cfg.FlushInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-rn.j.Stopping():
-				return
-			case <-tick.C:
-				_ = rn.j.Flush(context.WithoutCancel(rn.ctx))
+// startFlusher writes buffered events every FlushInterval from the first
+// action that may take a while on, so live viewers see progress while a
+// long step runs (a run of effect-free steps needs none).
+func (rn *run) startFlusher() {
+	rn.flushOnce.Do(func() {
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			tick := time.NewTicker(rn.r.cfg.FlushInterval)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-rn.j.Stopping():
+					return
+				case <-tick.C:
+					_ = rn.j.Flush(context.WithoutCancel(rn.ctx))
+				}
 			}
-		}
+		})
+		rn.stopFlusher = func() { close(done); wg.Wait() }
 	})
-	return func() { close(done); wg.Wait() }
 }
 
 // write applies a fenced step change; a lost lease becomes errInterrupted.
