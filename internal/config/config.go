@@ -81,6 +81,9 @@ type Config struct {
 	WebhookEvery    time.Duration
 	WebhookMaxAge   time.Duration
 	WebhookTimeout  time.Duration
+	// Agent tunes agent tasks' budgets and the LLM client (FLIGHTDECK_AGENT_*,
+	// FLIGHTDECK_LLM_*; see AgentConfig).
+	Agent AgentConfig
 }
 
 // Load reads the configuration from getenv and validates it.
@@ -164,6 +167,9 @@ func Load(getenv func(string) string) (Config, error) {
 	c.WebhookEvery = dur("FLIGHTDECK_WEBHOOK_EVERY", 0)
 	c.WebhookMaxAge = dur("FLIGHTDECK_WEBHOOK_MAX_AGE", 0)
 	c.WebhookTimeout = dur("FLIGHTDECK_WEBHOOK_TIMEOUT", 0)
+	agent, agentErrs := loadAgent(getenv)
+	c.Agent = agent
+	errs = append(errs, agentErrs...)
 	for _, name := range c.SecretEnv {
 		if v := getenv(name); v != "" {
 			c.secretValues = append(c.secretValues, v)
