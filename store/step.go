@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
@@ -137,7 +138,7 @@ func (s *Store) StepWrite(ctx context.Context, taskID, token string, w StepWrite
 		total = max(total, e.TotalStep)
 	}
 	compensationEnd := w.State == "compensated" || w.State == "compensation_failed"
-	var fenced, notified int
+	var fenced, lastSeq int
 	err := s.pool.QueryRow(ctx, `
 		WITH t AS (
 			UPDATE tasks SET
@@ -164,18 +165,141 @@ func (s *Store) StepWrite(ctx context.Context, taskID, token string, w StepWrite
 			SELECT t.id, t.last_seq - $4 + e.ord, e.type, e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data
 			FROM t, unnest($15::text[], $16::text[], $17::int[], $18::int[], $19::text[], $20::text[], $21::text[], $22::jsonb[])
 				WITH ORDINALITY AS e(type, status, step, total_step, step_name, tool, message, data, ord)
-		), n AS (
-			SELECT pg_notify('task_events', t.id::text || ':' || t.last_seq) FROM t WHERE $4 > 0
 		)
-		SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM n)`,
+		SELECT count(*), COALESCE(max(last_seq), 0) FROM t`,
 		taskID, token, string(w.TaskState), len(w.Events), done, total,
 		w.Idx, w.State, w.Start, w.StartCompensation, w.Finish, compensationEnd, nullJSON(w.Output), w.Error,
-		c.types, c.statuses, c.steps, c.totals, c.names, c.tools, c.messages, c.data).Scan(&fenced, &notified)
+		c.types, c.statuses, c.steps, c.totals, c.names, c.tools, c.messages, c.data).Scan(&fenced, &lastSeq)
 	if err != nil {
 		return interpretError(err)
 	}
 	if fenced == 0 {
 		return ErrLeaseLost
+	}
+	if len(w.Events) > 0 {
+		s.wake.wake(eventsNote(taskID, lastSeq))
+	}
+	return nil
+}
+
+// StepSave is a step row a worker writes whole: a step whose action has no
+// side effect needs no write before it runs (invariant 4 guards effects),
+// so its rows ride with the task's next write instead of costing their own
+// round trips. Inserted when new, replaced otherwise.
+type StepSave struct {
+	Idx            int
+	Name           string
+	IdempotencyKey string
+	State          string
+	Attempt        int
+	Output         json.RawMessage
+	Error          *string
+	// Started and Finished set started_at / finished_at to the database's
+	// now() (the step started or finished since the row was last written).
+	Started, Finished bool
+}
+
+// stepSaveColumns turns saves into the parallel arrays unnest wants.
+type stepSaveColumns struct {
+	taskIDs, names, keys, states []string
+	idx, attempts                []int32
+	outputs                      [][]byte
+	errs                         []*string
+	started, finished            []bool
+}
+
+func (c *stepSaveColumns) add(taskID string, s StepSave) {
+	c.taskIDs = append(c.taskIDs, taskID)
+	c.idx = append(c.idx, int32(s.Idx))
+	c.names = append(c.names, s.Name)
+	c.keys = append(c.keys, s.IdempotencyKey)
+	c.states = append(c.states, s.State)
+	c.attempts = append(c.attempts, int32(s.Attempt))
+	var out []byte
+	if len(s.Output) > 0 {
+		out = s.Output
+	}
+	c.outputs = append(c.outputs, out)
+	c.errs = append(c.errs, s.Error)
+	c.started = append(c.started, s.Started)
+	c.finished = append(c.finished, s.Finished)
+}
+
+// upsertStepsSQL is the CTE body that writes saved steps; $fence names the
+// CTE of fenced task ids (only steps of tasks whose lease held are written)
+// and the placeholders start at $first.
+func upsertStepsSQL(fence string, first int) string {
+	p := func(i int) string { return fmt.Sprintf("$%d", first+i) }
+	return `INSERT INTO task_steps AS ts (task_id, idx, name, idempotency_key, state, attempt, output, error, started_at, finished_at)
+			SELECT s.task_id, s.idx, s.name, s.key, s.state, s.attempt, s.output, s.error,
+				CASE WHEN s.started THEN now() END, CASE WHEN s.finished THEN now() END
+			FROM unnest(` + p(0) + `::uuid[], ` + p(1) + `::int[], ` + p(2) + `::text[], ` + p(3) + `::text[], ` + p(4) + `::text[], ` +
+		p(5) + `::int[], ` + p(6) + `::jsonb[], ` + p(7) + `::text[], ` + p(8) + `::bool[], ` + p(9) + `::bool[])
+				AS s(task_id, idx, name, key, state, attempt, output, error, started, finished)
+			WHERE s.task_id IN (SELECT id FROM ` + fence + `)
+			ON CONFLICT (task_id, idx) DO UPDATE SET
+				state = excluded.state, attempt = excluded.attempt,
+				output = COALESCE(excluded.output, ts.output), error = excluded.error,
+				started_at = COALESCE(excluded.started_at, ts.started_at),
+				finished_at = COALESCE(excluded.finished_at, ts.finished_at)`
+}
+
+func (c *stepSaveColumns) args() []any {
+	return []any{c.taskIDs, c.idx, c.names, c.keys, c.states, c.attempts, c.outputs, c.errs, c.started, c.finished}
+}
+
+// TaskFlush writes a held task's buffered work under its lease token in one
+// statement: saved step rows and events (with the next seqs). A stale owner
+// changes nothing and gets ErrLeaseLost.
+func (s *Store) TaskFlush(ctx context.Context, taskID, token string, steps []StepSave, events []task.Event) error {
+	if len(steps) == 0 {
+		if len(events) == 0 {
+			return nil
+		}
+		return s.StepWrite(ctx, taskID, token, StepWrite{Events: events})
+	}
+	var ev eventColumns
+	done, total := 0, 0
+	for _, e := range events {
+		ev.add(taskID, e)
+		if e.Type == task.EventStepCompleted {
+			done++
+		}
+		total = max(total, e.TotalStep)
+	}
+	var sc stepSaveColumns
+	for _, st := range steps {
+		sc.add(taskID, st)
+	}
+	args := []any{taskID, token, len(events), done, total,
+		ev.types, ev.statuses, ev.steps, ev.totals, ev.names, ev.tools, ev.messages, ev.data}
+	args = append(args, sc.args()...)
+	var fenced, lastSeq int
+	err := s.pool.QueryRow(ctx, `
+		WITH t AS (
+			UPDATE tasks SET
+				last_seq = last_seq + $3,
+				progress_step = progress_step + $4,
+				progress_total = GREATEST(progress_total, $5)
+			WHERE id = $1 AND lease_token = $2
+			RETURNING id, last_seq
+		), st AS (
+			`+upsertStepsSQL("t", 14)+`
+		), ev AS (
+			INSERT INTO task_events (task_id, seq, type, status, step, total_step, step_name, tool, message, data)
+			SELECT t.id, t.last_seq - $3 + e.ord, e.type, e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data
+			FROM t, unnest($6::text[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[], $12::text[], $13::jsonb[])
+				WITH ORDINALITY AS e(type, status, step, total_step, step_name, tool, message, data, ord)
+		)
+		SELECT count(*), COALESCE(max(last_seq), 0) FROM t`, args...).Scan(&fenced, &lastSeq)
+	if err != nil {
+		return interpretError(err)
+	}
+	if fenced == 0 {
+		return ErrLeaseLost
+	}
+	if len(events) > 0 {
+		s.wake.wake(eventsNote(taskID, lastSeq))
 	}
 	return nil
 }

@@ -15,10 +15,15 @@ import (
 // Store is the database handle every service shares.
 type Store struct {
 	pool *pgxpool.Pool
+	wake wakeups
 }
 
 // New wraps a pool.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool) *Store {
+	s := &Store{pool: pool}
+	s.wake.s = s
+	return s
+}
 
 // Open connects a pool to url. The connect timeout keeps requests answering
 // 503 quickly while the database is down instead of hanging.
@@ -72,4 +77,10 @@ func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		return interpretError(err)
 	}
 	return nil
+}
+
+// querier is what a pool and a transaction have in common, for statements
+// that run in either.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }

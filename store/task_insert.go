@@ -36,81 +36,124 @@ type TaskInsertParams struct {
 	Webhook         json.RawMessage // nil for none
 }
 
-// TaskInsert accepts a task: the row, its first event and the workers'
-// wake-up are committed together, so a caller that got a task back can rely
-// on it being durable (invariant 1). With an idempotency key already used by
-// the team it returns the earlier task and created=false when the request
-// hash matches, ErrIdempotencyConflict when it does not.
+// TaskInsert accepts a task: the row and its first event are committed in
+// one statement, and the workers' wake-up is sent before it returns, so a
+// caller that got a task back can rely on it being durable (invariant 1).
+// With an idempotency key already used by the team it returns the earlier
+// task and created=false when the request hash matches,
+// ErrIdempotencyConflict when it does not; concurrent uses of one key meet
+// at the unique index, so exactly one task is made.
+//
+// The pending bound is exact: with a bound, submitters of one team take the
+// team's lock one at a time (uncommitted inserts are invisible to a count,
+// so nothing lock-free can be exact); without one (benchmarks, bulk
+// configurations) the statement runs on its own and a team's submissions
+// commit together.
 func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Task, created bool, err error) {
 	var id string
-	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		// One submitter per team at a time: the pending bound is then exact,
-		// and concurrent uses of one idempotency key queue up behind the first.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 7))`, p.TeamID); err != nil {
-			return interpretError(err)
-		}
-		if p.IdempotencyKey != "" {
-			var prevID string
-			var prevHash []byte
-			err := tx.QueryRow(ctx, `SELECT id, request_hash FROM tasks WHERE team_id = $1 AND idempotency_key = $2`,
-				p.TeamID, p.IdempotencyKey).Scan(&prevID, &prevHash)
-			switch {
-			case err == nil:
-				if !bytes.Equal(prevHash, p.RequestHash) {
-					return ErrIdempotencyConflict
-				}
-				id = prevID
-				return nil
-			case !errors.Is(err, pgx.ErrNoRows):
-				return interpretError(err)
-			}
-		}
+	for try := 0; ; try++ {
+		var res insertResult
 		if p.MaxPending > 0 {
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM tasks WHERE team_id = $1 AND state = 'pending' LIMIT $2) x`,
-				p.TeamID, p.MaxPending).Scan(&n); err != nil {
-				return interpretError(err)
-			}
-			if n >= p.MaxPending {
-				return ErrQueueFull
-			}
+			res, err = s.taskInsertLocked(ctx, p)
+		} else {
+			res, err = s.taskInsertOnce(ctx, s.pool, p)
 		}
-		params := p.Params
-		if len(params) == 0 {
-			params = json.RawMessage(`{}`)
-		}
-		maxAttempts := p.MaxAttempts
-		if maxAttempts == 0 {
-			maxAttempts = 5
-		}
-		err := tx.QueryRow(ctx, `
-			WITH ins AS (
-				INSERT INTO tasks (team_id, created_by, kind, pipeline, params, prompt, priority, max_attempts,
-					deadline_at, idempotency_key, request_hash, webhook, last_seq)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-					CASE WHEN $9 > 0 THEN now() + make_interval(secs => $9) END, NULLIF($10, ''), $11, $12, 1)
-				RETURNING id
-			), ev AS (
-				INSERT INTO task_events (task_id, seq, type, status, message, data)
-				SELECT id, 1, 'task.state', 'log', 'Task submitted', '{"state":"pending"}' FROM ins
-			)
-			SELECT id FROM ins`,
-			p.TeamID, p.CreatedByID, string(p.Kind), p.Pipeline, []byte(params), p.Prompt, int16(p.Priority), maxAttempts,
-			p.DeadlineSeconds, p.IdempotencyKey, p.RequestHash, nullJSON(p.Webhook)).Scan(&id)
 		if err != nil {
-			return interpretError(err)
+			return nil, false, err
 		}
-		created = true
-		// NOTIFY is only a wake-up (invariant 3): delivered at commit, and a
-		// lost one costs a poll interval, never the task.
-		_, err = tx.Exec(ctx, `SELECT pg_notify('task_ready', ''), pg_notify('task_events', $1::text || ':1')`, id)
-		return interpretError(err)
-	})
-	if err != nil {
-		return nil, false, err
+		switch {
+		case res.insertedID != "":
+			id, created = res.insertedID, true
+		case res.existingID != "":
+			if !bytes.Equal(res.existingHash, p.RequestHash) {
+				return nil, false, ErrIdempotencyConflict
+			}
+			id = res.existingID
+		case !res.room:
+			return nil, false, ErrQueueFull
+		case try < 3:
+			// A concurrent submission with the same key committed after
+			// this statement's snapshot: its task is visible on the next try.
+			continue
+		default:
+			return nil, false, fmt.Errorf("error inserting task: %w", ErrConflict)
+		}
+		break
+	}
+	if created {
+		select {
+		case <-s.wake.wake(readyNote, eventsNote(id, 1)):
+		case <-ctx.Done():
+		}
 	}
 	t, err = s.TaskGet(ctx, []string{p.TeamID}, id)
 	return t, created, err
+}
+
+type insertResult struct {
+	insertedID, existingID string
+	existingHash           []byte
+	room                   bool
+}
+
+// taskInsertLocked inserts under the team's submission lock, so the pending
+// count it checks cannot change before it commits.
+func (s *Store) taskInsertLocked(ctx context.Context, p TaskInsertParams) (res insertResult, err error) {
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 7))`, p.TeamID); err != nil {
+			return interpretError(err)
+		}
+		res, err = s.taskInsertOnce(ctx, tx, p)
+		return err
+	})
+	return res, err
+}
+
+// taskInsertOnce is one statement: the earlier task with the same key, or
+// the new task and its first event when the team has fewer than
+// p.MaxPending pending tasks (0: no bound).
+func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParams) (res insertResult, err error) {
+	params := p.Params
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	maxAttempts := p.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = 5
+	}
+	var inserted, existing *string
+	err = q.QueryRow(ctx, `
+		WITH existing AS (
+			SELECT id, request_hash FROM tasks WHERE team_id = $1 AND idempotency_key = NULLIF($10, '')
+		), room AS (
+			-- without a bound the count is never evaluated
+			SELECT $13 = 0 OR (SELECT count(*) FROM (
+				SELECT 1 FROM tasks WHERE team_id = $1 AND state = 'pending' LIMIT $13) x) < $13 AS ok
+		), ins AS (
+			INSERT INTO tasks (team_id, created_by, kind, pipeline, params, prompt, priority, max_attempts,
+				deadline_at, idempotency_key, request_hash, webhook, last_seq)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8,
+				CASE WHEN $9 > 0 THEN now() + make_interval(secs => $9) END, NULLIF($10, ''), $11, $12, 1
+			WHERE NOT EXISTS (SELECT 1 FROM existing) AND (SELECT ok FROM room)
+			ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+			RETURNING id
+		), ev AS (
+			INSERT INTO task_events (task_id, seq, type, status, message, data)
+			SELECT id, 1, 'task.state', 'log', 'Task submitted', '{"state":"pending"}' FROM ins
+		)
+		SELECT (SELECT id FROM ins), (SELECT id FROM existing), (SELECT request_hash FROM existing), (SELECT ok FROM room)`,
+		p.TeamID, p.CreatedByID, string(p.Kind), p.Pipeline, []byte(params), p.Prompt, int16(p.Priority), maxAttempts,
+		p.DeadlineSeconds, p.IdempotencyKey, p.RequestHash, nullJSON(p.Webhook), p.MaxPending).Scan(&inserted, &existing, &res.existingHash, &res.room)
+	if err != nil {
+		return res, interpretError(err)
+	}
+	if inserted != nil {
+		res.insertedID = *inserted
+	}
+	if existing != nil {
+		res.existingID = *existing
+	}
+	return res, nil
 }
 
 // TaskInsertMany inserts many tasks of one team in one statement, each with
@@ -126,11 +169,12 @@ func (s *Store) TaskInsertMany(ctx context.Context, teamID, createdByID string, 
 			INSERT INTO task_events (task_id, seq, type, status, message, data)
 			SELECT id, 1, 'task.state', 'log', 'Task submitted', '{"state":"pending"}' FROM ins
 		)
-		SELECT pg_notify('task_ready', '') FROM (SELECT count(*) FROM ins) x`,
+		SELECT count(*) FROM ins`,
 		teamID, createdByID, string(kind), pipeline, n)
 	if err != nil {
 		return fmt.Errorf("error inserting tasks: %w", interpretError(err))
 	}
+	<-s.wake.wake(readyNote)
 	return nil
 }
 

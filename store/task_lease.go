@@ -21,7 +21,7 @@ const claimableWhere = `lease_owner IS NULL AND state IN ('pending', 'compensati
 func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease time.Duration) ([]*task.Task, error) {
 	rows, err := s.pool.Query(ctx, `
 		WITH picked AS (
-			SELECT id FROM tasks
+			SELECT id, started_at IS NULL AS first_run FROM tasks
 			WHERE `+claimableWhere+`
 			ORDER BY priority, created_at, id
 			LIMIT $1
@@ -42,14 +42,11 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			SELECT id, last_seq, 'task.state', 'log', 'Picked up by a worker',
 				jsonb_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)
 			FROM claimed
-		), notify AS (
-			SELECT CASE WHEN count(*) > 0 THEN pg_notify('task_events', string_agg(id::text || ':' || last_seq, ',')) END
-			FROM claimed
 		)
 		SELECT t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params, t.prompt, t.priority, t.state,
 			t.attempt, t.max_attempts, t.created_by, u.email, t.created_at, t.started_at, t.finished_at, t.deadline_at,
-			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, t.lease_token
-		FROM claimed t JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by CROSS JOIN notify
+			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, t.lease_token, p.first_run
+		FROM claimed t JOIN picked p ON p.id = t.id JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by
 		ORDER BY t.priority, t.created_at, t.id`, limit, owner, lease.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("error claiming tasks: %w", interpretError(err))
@@ -57,13 +54,21 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 	defer rows.Close()
 	var out []*task.Task
 	for rows.Next() {
-		t, err := scanTaskWith(rows, func(t *task.Task) []any { return []any{&t.LeaseToken} })
+		t, err := scanTaskWith(rows, func(t *task.Task) []any { return []any{&t.LeaseToken, &t.FirstRun} })
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, t)
 	}
-	return out, interpretError(rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	notes := make([][2]string, len(out))
+	for i, t := range out {
+		notes[i] = eventsNote(t.ID, t.LastSeq)
+	}
+	s.wake.wake(notes...)
+	return out, nil
 }
 
 // Lease identifies a claimed task and the token of that claim.
@@ -133,6 +138,9 @@ type Finish struct {
 	// a worker that died.
 	BumpAttempt bool
 	Events      []task.Event
+	// Steps are step rows the worker still held back (StepSave), written
+	// with the outcome.
+	Steps []StepSave
 }
 
 // TaskFinish applies many finishes in one statement and returns the ids it
@@ -146,6 +154,7 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 	ids, tokens, states, errs := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
 	results, runAfter, bump := make([][]byte, n), make([]*time.Time, n), make([]bool, n)
 	var ev eventColumns
+	var sc stepSaveColumns
 	for i, f := range fs {
 		ids[i], tokens[i], states[i], errs[i], runAfter[i], bump[i] = f.ID, f.Token, string(f.State), f.Error, f.RunAfter, f.BumpAttempt
 		if len(f.Result) > 0 {
@@ -154,7 +163,13 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 		for _, e := range f.Events {
 			ev.add(f.ID, e)
 		}
+		for _, st := range f.Steps {
+			sc.add(f.ID, st)
+		}
 	}
+	args := append([]any{ids, tokens, states, errs, results, runAfter,
+		ev.taskIDs, ev.types, ev.statuses, ev.steps, ev.totals, ev.names, ev.tools, ev.messages, ev.data, bump},
+		sc.args()...)
 	rows, err := s.pool.Query(ctx, `
 		WITH input AS (
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[], $16::bool[])
@@ -187,28 +202,36 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 			SELECT e.task_id, u.last_seq - u.n + row_number() OVER (PARTITION BY e.task_id ORDER BY e.ord),
 				e.type, e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data
 			FROM evs e JOIN upd u ON u.id = e.task_id
-		), notify AS (
-			SELECT CASE WHEN count(*) > 0 THEN pg_notify('task_events', string_agg(id::text || ':' || last_seq, ',')) END,
-				-- released or re-queued tasks can be claimed at once
-				CASE WHEN bool_or(state IN ('pending', 'compensating')) THEN pg_notify('task_ready', '') END
-			FROM upd
+		), steps AS (
+			`+upsertStepsSQL("upd", 17)+`
 		)
-		SELECT upd.id FROM upd CROSS JOIN notify`,
-		ids, tokens, states, errs, results, runAfter,
-		ev.taskIDs, ev.types, ev.statuses, ev.steps, ev.totals, ev.names, ev.tools, ev.messages, ev.data, bump)
+		SELECT id, state, last_seq FROM upd`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("error finishing tasks: %w", interpretError(err))
 	}
 	defer rows.Close()
 	applied := make(map[string]bool, n)
+	notes := make([][2]string, 0, n+1)
+	ready := false
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var id, state string
+		var seq int
+		if err := rows.Scan(&id, &state, &seq); err != nil {
 			return nil, interpretError(err)
 		}
 		applied[id] = true
+		notes = append(notes, eventsNote(id, seq))
+		// released or re-queued tasks can be claimed at once
+		ready = ready || state == string(task.StatePending) || state == string(task.StateCompensating)
 	}
-	return applied, interpretError(rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	if ready {
+		notes = append(notes, readyNote)
+	}
+	s.wake.wake(notes...)
+	return applied, nil
 }
 
 // TaskRescue re-queues tasks whose lease expired (their worker died or lost

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -216,4 +217,93 @@ func TestTaskGetMany(t *testing.T) {
 	got, err = st.TaskGetMany(ctx, nil, []string{a1.ID})
 	require.NoError(t, err)
 	require.Empty(t, got)
+}
+
+// TestQueueBoundUnderConcurrency: 30 submissions at once against a bound of
+// 10 make exactly 10 tasks; the rest are told the queue is full.
+func TestQueueBoundUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	var wg sync.WaitGroup
+	errs := make([]error, 30)
+	for i := range errs {
+		wg.Go(func() {
+			_, _, errs[i] = st.TaskInsert(ctx, store.TaskInsertParams{TeamID: u.Memberships[0].TeamID, CreatedByID: u.ID,
+				Kind: task.KindDeploy, Pipeline: "noop", Priority: task.PriorityNormal, MaxPending: 10})
+		})
+	}
+	wg.Wait()
+	created, full := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case errors.Is(err, store.ErrQueueFull):
+			full++
+		default:
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	require.Equal(t, 10, created)
+	require.Equal(t, 20, full)
+}
+
+// TestHeldBackSteps: step rows a worker held back are written whole with a
+// flush or with the task's outcome, under the lease token; a stale owner's
+// are dropped.
+func TestHeldBackSteps(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	tk := testfactory.Task(t, st, u, nil)
+	claimed, err := st.TaskClaim(ctx, "w1", 1, time.Minute)
+	require.NoError(t, err)
+	require.True(t, claimed[0].FirstRun, "never started before")
+	token := claimed[0].LeaseToken
+
+	// A flush inserts the rows, with their events.
+	require.NoError(t, st.TaskFlush(ctx, tk.ID, token, []store.StepSave{
+		{Idx: 1, Name: "one", IdempotencyKey: "k1", State: "running", Attempt: 1, Started: true},
+		{Idx: 2, Name: "two", IdempotencyKey: "k2", State: "pending"},
+	}, []task.Event{{Type: task.EventStepStarted, Status: task.StatusToolCall, Step: 1, TotalStep: 2}}))
+	rows, err := st.StepList(ctx, tk.ID)
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	require.Equal(t, "running", rows[0].State)
+	require.NotNil(t, rows[0].StartedAt)
+	require.Nil(t, rows[1].StartedAt)
+
+	// A stale token writes nothing.
+	require.ErrorIs(t, st.TaskFlush(ctx, tk.ID, "00000000-0000-0000-0000-000000000000",
+		[]store.StepSave{{Idx: 2, Name: "two", IdempotencyKey: "k2", State: "completed"}}, nil), store.ErrLeaseLost)
+
+	// The finish replaces them, keeping what it does not set.
+	applied, err := st.TaskFinish(ctx, []store.Finish{{ID: tk.ID, Token: token, State: task.StateCompleted,
+		Steps: []store.StepSave{
+			{Idx: 1, Name: "one", IdempotencyKey: "k1", State: "completed", Attempt: 1, Output: []byte(`{"ok":true}`), Finished: true},
+			{Idx: 2, Name: "two", IdempotencyKey: "k2", State: "completed", Attempt: 1, Started: true, Finished: true},
+		},
+		Events: []task.Event{
+			{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 1, TotalStep: 2},
+			{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 2, TotalStep: 2},
+			{Type: task.EventTaskCompleted, Status: task.StatusCompleted},
+		}}})
+	require.NoError(t, err)
+	require.True(t, applied[tk.ID])
+	rows, err = st.StepList(ctx, tk.ID)
+	require.NoError(t, err)
+	require.Equal(t, "completed", rows[0].State)
+	require.JSONEq(t, `{"ok":true}`, string(rows[0].Output))
+	require.NotNil(t, rows[0].StartedAt, "kept from the flush")
+	require.NotNil(t, rows[0].FinishedAt)
+	require.Equal(t, "completed", rows[1].State)
+	require.Equal(t, "k2", rows[1].IdempotencyKey)
+	got, err := st.TaskGet(ctx, u.TeamIDs(), tk.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, got.Progress.Step)
+	require.Equal(t, 100, got.Progress.Percent)
+	assertSeqs(t, st, u, tk.ID)
 }

@@ -35,6 +35,10 @@ type benchResult struct {
 	ClaimBatch       int     `json:"claim_batch"`
 	InsertSeconds    float64 `json:"insert_seconds"`
 	EventsPerTask    float64 `json:"events_per_task"`
+	// The reference, measured on the same cluster in the same run: pgbench
+	// one-row UPDATE transactions per second at 16 clients (0: not run).
+	PgbenchTPS float64 `json:"pgbench_tps,omitempty"`
+	VsPgbench  float64 `json:"vs_pgbench,omitempty"`
 }
 
 // runBench: `flightdeck bench queue`. It works on a fresh database so it
@@ -56,6 +60,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	workers := fs.Int("workers", 100, "worker slots")
 	rate := fs.Float64("rate", 500, "inserts per second in the latency phase")
 	latencyFor := fs.Duration("latency-duration", 10*time.Second, "length of the latency phase")
+	pgbenchFor := fs.Duration("pgbench", 20*time.Second, "also measure pgbench one-row UPDATEs at 16 clients this long, first (0: skip)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "server to benchmark on (default: DATABASE_URL or the embedded one)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
@@ -81,6 +86,12 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 			env.logger.Warn("Could not drop the benchmark database", "database", name, "error", err)
 		}
 	}()
+	var pgbenchTPS float64
+	if *pgbenchFor > 0 {
+		if pgbenchTPS, err = benchPgbench(ctx, env, server, name+"_pgbench", *pgbenchFor); err != nil {
+			return err
+		}
+	}
 	pool, err := store.Open(ctx, dbURL, int32(min(*workers+10, 60)))
 	if err != nil {
 		return err
@@ -117,12 +128,17 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	// Phase 1: burn-down.
 	env.logger.Info("Inserting tasks", "tasks", *tasks, "database", name)
 	insertStart := time.Now()
+	lastLog := insertStart
 	for left := *tasks; left > 0; {
 		n := min(left, 10000)
 		if err := st.TaskInsertMany(ctx, teamID, userID, task.KindDeploy, "noop", n); err != nil {
 			return err
 		}
 		left -= n
+		if time.Since(lastLog) > 5*time.Second {
+			lastLog = time.Now()
+			env.logger.Info("Inserting", "inserted", *tasks-left, "of", *tasks)
+		}
 	}
 	insertSeconds := time.Since(insertStart).Seconds()
 	var done atomic.Int64
@@ -141,10 +157,8 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	defer func() { stopPool(); poolWG.Wait() }()
 	start := time.Now()
 	poolWG.Go(func() { _ = p.Run(poolCtx) })
-	select {
-	case <-allDone:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := benchWait(ctx, env, allDone, &done, *tasks); err != nil {
+		return err
 	}
 	elapsed := time.Since(start).Seconds()
 	var events int64
@@ -163,9 +177,54 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	res.ClaimBatch = min(*workers, 100)
 	res.InsertSeconds = round(insertSeconds, 3)
 	res.EventsPerTask = round(float64(events)/float64(*tasks), 2)
+	if pgbenchTPS > 0 {
+		res.PgbenchTPS = round(pgbenchTPS, 1)
+		res.VsPgbench = round(res.TasksPerSecond/pgbenchTPS, 2)
+	}
 	out, _ := json.Marshal(res)
 	fmt.Fprintln(env.stdout, string(out))
 	return nil
+}
+
+// benchWait waits for the burn-down, saying how far it is every 5 seconds.
+func benchWait(ctx context.Context, env *cliEnv, allDone <-chan struct{}, done *atomic.Int64, total int) error {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	last, lastAt := int64(0), time.Now()
+	for {
+		select {
+		case <-allDone:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case now := <-tick.C:
+			n := done.Load()
+			env.logger.Info("Burning down", "done", n, "of", total, "tasks_per_second", round(float64(n-last)/now.Sub(lastAt).Seconds(), 1))
+			last, lastAt = n, now
+		}
+	}
+}
+
+// benchPgbench runs pgbench on its own fresh database of the same server.
+func benchPgbench(ctx context.Context, env *cliEnv, server, name string, d time.Duration) (float64, error) {
+	url, err := store.RecreateDatabase(ctx, server, name)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		dropCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := store.DropDatabase(dropCtx, server, name); err != nil {
+			env.logger.Warn("Could not drop the pgbench database", "database", name, "error", err)
+		}
+	}()
+	env.logger.Info("Measuring pgbench one-row UPDATEs, 16 clients", "seconds", d.Seconds())
+	tps, err := runPgbench(ctx, url, d)
+	if err != nil {
+		return 0, err
+	}
+	env.logger.Info("pgbench done", "tps", round(tps, 1))
+	return tps, nil
 }
 
 func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Pool, teamID, userID string, rate float64, dur time.Duration) (benchResult, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"flightdeck/internal/config"
 	"flightdeck/store"
@@ -33,13 +34,24 @@ func taskHandlers(cfg config.Config, st *store.Store, catalog *pipeline.Catalog,
 		Artifacts: artifactSink{artifact.New(st, cfg.ArtifactMaxBytes)}, Secrets: cfg.SecretValues})
 	handlers := map[task.Kind]queue.Handler{task.KindDeploy: runner}
 	if cfg.AgentsEnabled() {
-		handlers[task.KindAgent] = agent.NewRunner(agent.Config{
-			Client:  agent.NewOpenAI(agent.OpenAIConfig{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.OpenAIModel}),
-			Catalog: catalog, Artifacts: artifact.New(st, cfg.ArtifactMaxBytes), MaxPending: cfg.MaxPending,
-			Secrets: cfg.SecretValues, Logger: logger,
-		})
+		handlers[task.KindAgent] = agent.NewRunner(agentConfig(cfg, st, catalog, logger))
 	}
 	return handlers
+}
+
+// agentConfig is the agent runner's configuration: the LLM client, budgets
+// and retry settings from cfg (zero values: the agent's defaults).
+func agentConfig(cfg config.Config, st *store.Store, catalog *pipeline.Catalog, logger *slog.Logger) agent.Config {
+	a := cfg.Agent
+	return agent.Config{
+		Client: agent.NewOpenAI(agent.OpenAIConfig{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.OpenAIModel}),
+		Budgets: agent.Budgets{MaxIterations: a.MaxIterations, MaxTokens: a.MaxTokens, MaxToolCalls: a.MaxToolCalls,
+			WallClockSeconds: int(a.MaxWall / time.Second)},
+		Retry: agent.RetryConfig{Attempts: a.LLMAttempts, RequestTimeout: a.LLMTimeout, BackoffBase: a.LLMBackoff,
+			BackoffMax: a.LLMBackoffMax, BreakerThreshold: a.LLMBreakerThreshold, BreakerCooldown: a.LLMBreakerCooldown},
+		Catalog: catalog, Artifacts: artifact.New(st, cfg.ArtifactMaxBytes), MaxPending: cfg.MaxPending,
+		Secrets: cfg.SecretValues, Logger: logger,
+	}
 }
 
 // artifactSink adapts artifact.Store to the saga runner's ArtifactSink.

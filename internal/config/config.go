@@ -89,6 +89,9 @@ type Config struct {
 	WebhookDeliveryRetention time.Duration
 	LocalEffectRetention     time.Duration
 	CleanupInterval          time.Duration
+	// Agent tunes agent tasks' budgets and the LLM client (FLIGHTDECK_AGENT_*,
+	// FLIGHTDECK_LLM_*; see AgentConfig).
+	Agent AgentConfig
 }
 
 // Load reads the configuration from getenv and validates it.
@@ -175,6 +178,9 @@ func Load(getenv func(string) string) (Config, error) {
 	c.WebhookDeliveryRetention = dur("FLIGHTDECK_WEBHOOK_DELIVERY_RETENTION", 0)
 	c.LocalEffectRetention = dur("FLIGHTDECK_LOCAL_EFFECT_RETENTION", 0)
 	c.CleanupInterval = dur("FLIGHTDECK_CLEANUP_INTERVAL", 0)
+	agent, agentErrs := loadAgent(getenv)
+	c.Agent = agent
+	errs = append(errs, agentErrs...)
 	for _, name := range c.SecretEnv {
 		if v := getenv(name); v != "" {
 			c.secretValues = append(c.secretValues, v)

@@ -337,3 +337,12 @@ func tail(s string, n int) string {
 	}
 	return s[len(s)-n:]
 }
+
+// Tool returns the path of a PostgreSQL client program (pgbench, psql) from
+// the newest installed server binaries, or from PATH.
+func Tool(name string) (string, error) {
+	if d := findBinaries(); d != "" && isFile(filepath.Join(d, name)) {
+		return filepath.Join(d, name), nil
+	}
+	return exec.LookPath(name)
+}

@@ -44,6 +44,8 @@ type setupOpts struct {
 	tools   []*agent.Tool
 	secrets []string
 	noPool  bool
+	// pipelines are added to the built-in ones.
+	pipelines []*pipeline.Pipeline
 }
 
 func setup(t *testing.T, o *setupOpts) *testBundle {
@@ -54,7 +56,7 @@ func setup(t *testing.T, o *setupOpts) *testBundle {
 	st := dbtest.Store(t)
 	llm := llmtest.New(t)
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	catalog, err := pipeline.NewCatalog(pipeline.Builtin()...)
+	catalog, err := pipeline.NewCatalog(append(pipeline.Builtin(), o.pipelines...)...)
 	require.NoError(t, err)
 	b := &testBundle{st: st, llm: llm, logger: logger,
 		creator:  testfactory.User(t, st, "dev@acme.test", "acme", auth.RoleDeployer),

@@ -68,12 +68,17 @@ func builtinTools() []*Tool {
 				{Name: "priority", Type: "string", Description: "default normal", Enum: []string{"hotfix", "high", "normal", "low"}},
 			},
 			Prepare: prepareDeploy, Run: runDeploy},
-		{Name: "rollback", Description: "Roll an app back in an environment: redeploy the version that was live before the current one (found from completed deploys).",
+		{Name: "rollback", Description: "Roll a deploy target back: redeploy the previous successful deploy of the same pipeline and target, " +
+			"where the target is a deploy's parameters minus its version parameter (version, image_tag, ref, …). Name the target with task_id " +
+			"(any deploy of it, e.g. the one that failed) or with target (and pipeline): the parameters that are not the version, defaults applying " +
+			"to omitted ones. A pipeline without a version parameter is rolled back to the newest older deploy of the target whose parameters differ.",
 			Mutating: true,
 			Params: []Param{
-				{Name: "app", Type: "string", Description: "the app", Required: true, Max: 100},
-				{Name: "env", Type: "string", Description: "the environment", Required: true, Max: 100},
-				{Name: "pipeline", Type: "string", Description: "the pipeline (default web-service)", Max: 100},
+				{Name: "task_id", Type: "string", Description: "a deploy task of the target (its params minus the version are the target)", Max: 64},
+				{Name: "pipeline", Type: "string", Description: "the pipeline (default: task_id's, else web-service)", Max: 100},
+				{Name: "target", Type: "object", Description: "the target's parameters, without the version, e.g. {\"app\":\"shop\",\"env\":\"staging\"}"},
+				{Name: "app", Type: "string", Description: "shorthand for target.app", Max: 100},
+				{Name: "env", Type: "string", Description: "shorthand for target.env", Max: 100},
 			},
 			Prepare: prepareRollback, Run: runDeploy},
 		{Name: "cancel_task", Description: "Cancel a task of your team (completed steps are undone).",
@@ -300,8 +305,13 @@ type deployPlan struct {
 	Pipeline string         `json:"pipeline"`
 	Params   map[string]any `json:"params"`
 	Priority string         `json:"priority"`
-	// RollbackFrom is the version being replaced (rollback only).
-	RollbackFrom string `json:"rollback_from,omitempty"`
+	// Rollback only: the version being replaced (pipelines with a version
+	// parameter), the deploy being replaced and the one whose params are
+	// deployed again. Secret params are not shown in the plan; they are
+	// taken from RollbackTo when it runs.
+	RollbackFrom     string `json:"rollback_from,omitempty"`
+	RollbackFromTask string `json:"rollback_from_task,omitempty"`
+	RollbackTo       string `json:"rollback_to_task,omitempty"`
 }
 
 func prepareDeploy(_ context.Context, e *Env, args map[string]any) (json.RawMessage, error) {
@@ -322,61 +332,6 @@ func prepareDeploy(_ context.Context, e *Env, args map[string]any) (json.RawMess
 	return json.Marshal(deployPlan{Pipeline: p.Name, Params: params, Priority: prio})
 }
 
-func prepareRollback(ctx context.Context, e *Env, args map[string]any) (json.RawMessage, error) {
-	app, env := args["app"].(string), args["env"].(string)
-	name, _ := args["pipeline"].(string)
-	if name == "" {
-		name = "web-service"
-	}
-	p, ok := e.Catalog.Get(name)
-	if !ok {
-		return nil, fmt.Errorf("unknown pipeline %q", name)
-	}
-	// Walk completed deploys newest first: the first one of app/env is the
-	// live version; the first older one with another version is the target.
-	var current string
-	var target map[string]any
-	before := ""
-	for page := 0; page < 10 && target == nil; page++ {
-		tasks, next, err := e.Store.TaskList(ctx, store.TaskListParams{TeamIDs: e.teams(), Kind: "deploy", State: "completed",
-			Pipeline: p.Name, Before: before, Limit: 200})
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range tasks {
-			var params map[string]any
-			if json.Unmarshal(t.Params, &params) != nil || params["app"] != app || params["env"] != env {
-				continue
-			}
-			v, _ := params["version"].(string)
-			if current == "" {
-				current = v
-				continue
-			}
-			if v != current {
-				target = params
-				break
-			}
-		}
-		if next == "" {
-			break
-		}
-		before = next
-	}
-	if current == "" {
-		return nil, fmt.Errorf("no completed %s deploy of %s to %s: nothing to roll back", p.Name, app, env)
-	}
-	if target == nil {
-		return nil, fmt.Errorf("%s in %s has only ever run version %s: no previous version to roll back to", app, env, current)
-	}
-	raw, _ := json.Marshal(target)
-	params, ferr := p.Validate(raw)
-	if ferr != nil {
-		return nil, fmt.Errorf("the previous deploy's params are no longer valid: %s", ferr.Error())
-	}
-	return json.Marshal(deployPlan{Pipeline: p.Name, Params: params, Priority: "high", RollbackFrom: current})
-}
-
 // runDeploy starts the planned deploy as the agent task's creator. The
 // call's key makes it idempotent: a resumed agent re-running the call
 // gets the same deploy task back.
@@ -388,6 +343,11 @@ func runDeploy(ctx context.Context, e *Env, args map[string]any) (string, error)
 	prio, err := task.ParsePriority(plan.Priority)
 	if err != nil {
 		return "", err
+	}
+	if plan.RollbackTo != "" {
+		if err := e.restoreSecrets(ctx, &plan); err != nil {
+			return "", err
+		}
 	}
 	params, _ := json.Marshal(plan.Params)
 	sum := sha256.Sum256(append([]byte(plan.Pipeline+"\x00"), params...))

@@ -39,6 +39,8 @@ type Writer struct {
 	s       *Store
 	ctx     context.Context
 	meta    store.ArtifactMeta
+	teamID  string
+	stepIdx int
 	secrets []string
 	keep    int // bytes held back so a secret split across writes is still caught
 	pending []byte
@@ -57,13 +59,10 @@ type hashState struct {
 	}
 }
 
-// Create starts an artifact of a task; secrets are redacted from it.
+// Create starts an artifact of a task; secrets are redacted from it. Its
+// row is made with its first stored byte: an action that prints nothing
+// leaves no empty artifact (and costs no write).
 func (s *Store) Create(ctx context.Context, taskID, teamID string, stepIdx int, name string, secrets []string) (*Writer, error) {
-	name = SanitizeName(name)
-	id, err := s.st.ArtifactCreate(ctx, taskID, teamID, stepIdx, name, "text/plain; charset=utf-8")
-	if err != nil {
-		return nil, err
-	}
 	keep := 0
 	var sec []string
 	for _, v := range secrets {
@@ -72,8 +71,16 @@ func (s *Store) Create(ctx context.Context, taskID, teamID string, stepIdx int, 
 			keep = max(keep, len(v)-1)
 		}
 	}
-	return &Writer{s: s, ctx: ctx, meta: store.ArtifactMeta{ID: id, TaskID: taskID, Name: name}, secrets: sec, keep: keep,
-		hash: hashState{h: sha256.New()}}, nil
+	return &Writer{s: s, ctx: ctx, meta: store.ArtifactMeta{TaskID: taskID, Name: SanitizeName(name)}, teamID: teamID, stepIdx: stepIdx,
+		secrets: sec, keep: keep, hash: hashState{h: sha256.New()}}, nil
+}
+
+// ensureRow creates the artifact's row on first use.
+func (w *Writer) ensureRow() {
+	if w.meta.ID != "" || w.err != nil {
+		return
+	}
+	w.meta.ID, w.err = w.s.st.ArtifactCreate(w.ctx, w.meta.TaskID, w.teamID, w.stepIdx, w.meta.Name, "text/plain; charset=utf-8")
 }
 
 // Write implements io.Writer. It never fails the producer: storage errors
@@ -127,6 +134,7 @@ func (w *Writer) store(s string) {
 }
 
 func (w *Writer) flushChunk(b []byte) {
+	w.ensureRow()
 	if w.err != nil {
 		return
 	}
@@ -151,6 +159,9 @@ func (w *Writer) Finish() (store.ArtifactMeta, error) {
 		w.flushChunk(w.buf)
 		w.buf = nil
 	}
+	if w.meta.Bytes == 0 && w.meta.ID == "" {
+		return w.meta, w.err // nothing was written: no artifact
+	}
 	w.meta.SHA256 = hex.EncodeToString(w.hash.h.Sum(nil))
 	w.meta.Summary, w.meta.Excerpt = w.lines.summary(w.meta.Bytes), w.lines.excerpt()
 	if w.err != nil {
@@ -163,7 +174,11 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
 // SanitizeName keeps artifact names safe as file names and headers.
 func SanitizeName(n string) string {
-	n = unsafeName.ReplaceAllString(n, "_")
+	if strings.ContainsFunc(n, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) {
+		n = unsafeName.ReplaceAllString(n, "_")
+	}
 	n = strings.TrimLeft(n, ".")
 	if len(n) > 100 {
 		n = n[:100]

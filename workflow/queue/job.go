@@ -60,7 +60,12 @@ type Job struct {
 	store  *store.Store
 	mu     sync.Mutex
 	events []task.Event
+	steps  map[int]store.StepSave // held-back step rows, by index
+	ctx    context.Context        // cancelled with the causes above
 	cancel context.CancelCauseFunc
+	// flushMu keeps the job's writes in order: a background flush and the
+	// handler's own write never race, so seqs follow causality.
+	flushMu sync.Mutex
 
 	stopOnce  sync.Once
 	stop      chan struct{}
@@ -107,26 +112,81 @@ func (j *Job) Emit(e task.Event) {
 	j.events = append(j.events, e)
 }
 
-// Flush writes buffered events now (a long step reporting progress). A lost
-// lease cancels the job with ErrLeaseLost and returns it.
-func (j *Job) Flush(ctx context.Context) error {
+// SaveStep holds back a step row, to be written whole with the next Flush,
+// Write or the task's final state. For steps whose action has no side
+// effect: nothing needs to be stored before they run. A later save of the
+// same step replaces the earlier one (keeping its Started/Finished marks).
+func (j *Job) SaveStep(s store.StepSave) {
 	j.mu.Lock()
-	evs := j.events
-	j.events = nil
-	j.mu.Unlock()
-	if len(evs) == 0 {
+	defer j.mu.Unlock()
+	j.saveStepLocked(s)
+}
+
+func (j *Job) saveStepLocked(s store.StepSave) {
+	if j.steps == nil {
+		j.steps = map[int]store.StepSave{}
+	}
+	if prev, ok := j.steps[s.Idx]; ok {
+		s.Started = s.Started || prev.Started
+		s.Finished = s.Finished || prev.Finished
+	}
+	j.steps[s.Idx] = s
+}
+
+// Flush writes buffered events and held-back steps now (a long step
+// reporting progress). A lost lease cancels the job with ErrLeaseLost and
+// returns it.
+func (j *Job) Flush(ctx context.Context) error {
+	j.flushMu.Lock()
+	defer j.flushMu.Unlock()
+	return j.flushLocked(ctx)
+}
+
+func (j *Job) flushLocked(ctx context.Context) error {
+	evs, steps := j.takeEvents(), j.takeSteps()
+	if len(evs) == 0 && len(steps) == 0 {
 		return nil
 	}
-	err := j.store.EventAppend(ctx, j.Task.ID, j.Token(), evs)
+	err := j.store.TaskFlush(ctx, j.Task.ID, j.Token(), steps, evs)
 	if errors.Is(err, store.ErrLeaseLost) {
 		j.interrupt(ErrLeaseLost)
 		return ErrLeaseLost
 	}
 	if err != nil {
 		// Keep them for the next try so nothing is lost.
+		j.Requeue(evs)
 		j.mu.Lock()
-		j.events = append(evs, j.events...)
+		for _, st := range steps {
+			if _, newer := j.steps[st.Idx]; !newer {
+				j.saveStepLocked(st)
+			}
+		}
 		j.mu.Unlock()
+	}
+	return err
+}
+
+// Write runs a handler's own fenced write once the held-back steps are
+// stored, handing it the buffered events to write in the same statement
+// (they go back to the buffer when it fails for any reason but a lost
+// lease). Background flushes wait meanwhile, so seqs stay in causal order.
+func (j *Job) Write(ctx context.Context, write func(buffered []task.Event) error) error {
+	j.flushMu.Lock()
+	defer j.flushMu.Unlock()
+	j.mu.Lock()
+	held := len(j.steps) > 0
+	j.mu.Unlock()
+	if held {
+		if err := j.flushLocked(ctx); err != nil {
+			return err
+		}
+	}
+	evs := j.takeEvents()
+	err := write(evs)
+	if errors.Is(err, store.ErrLeaseLost) {
+		j.interrupt(ErrLeaseLost)
+	} else if err != nil {
+		j.Requeue(evs)
 	}
 	return err
 }
@@ -140,6 +200,20 @@ func (j *Job) Requeue(evs []task.Event) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.events = append(evs, j.events...)
+}
+
+func (j *Job) takeSteps() []store.StepSave {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.steps) == 0 {
+		return nil
+	}
+	out := make([]store.StepSave, 0, len(j.steps))
+	for _, st := range j.steps {
+		out = append(out, st)
+	}
+	j.steps = nil
+	return out
 }
 
 func (j *Job) takeEvents() []task.Event {

@@ -50,9 +50,11 @@ type Pool struct {
 
 	wake    chan struct{}
 	finishc chan finishReq
+	jobc    chan *Job // hands claimed tasks to idle job goroutines
 
 	mu      sync.Mutex
-	running map[string]*Job
+	running map[string]*Job // held tasks: handler running, or outcome being written
+	active  int             // handlers running (the slots in use)
 	jobs    sync.WaitGroup
 }
 
@@ -77,6 +79,7 @@ func New(st *store.Store, handlers map[task.Kind]Handler, hub *event.Hub, cfg Co
 		cfg: cfg, store: st, handlers: handlers, hub: hub, logger: logger.With("worker", cfg.ID),
 		wake:    make(chan struct{}, 1),
 		finishc: make(chan finishReq, cfg.Workers),
+		jobc:    make(chan *Job),
 		running: map[string]*Job{},
 	}
 }
@@ -99,11 +102,22 @@ func (p *Pool) Wake() {
 	}
 }
 
-// Busy is the number of tasks running now.
+// Busy is the number of handlers running now (slots in use).
 func (p *Pool) Busy() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.running)
+	return p.active
+}
+
+// free is how many tasks the claimer may take now: a slot frees when its
+// handler returns, while its outcome is still being written (the lease,
+// renewed meanwhile, keeps it ours), so claiming overlaps finishing. Held
+// tasks are capped at twice the slots so a slow database cannot pile up
+// outcomes.
+func (p *Pool) free() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return min(p.cfg.Workers-p.active, 2*p.cfg.Workers-len(p.running))
 }
 
 // Run works until ctx ends, then stops gracefully: no new claims, running
@@ -127,6 +141,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	loops.Go(func() { p.rescuer(maint) })
 
 	p.claimer(ctx, bg) // returns when ctx ends
+	close(p.jobc)      // idle job goroutines leave; busy ones after their task
 
 	p.logger.Info("Worker pool stopping", "running", p.Busy(), "grace", p.cfg.Grace)
 	done := make(chan struct{})
@@ -158,7 +173,7 @@ func (p *Pool) claimer(ctx, bg context.Context) {
 	defer tick.Stop()
 	for {
 		for {
-			free := p.cfg.Workers - p.Busy()
+			free := p.free()
 			if free <= 0 {
 				break
 			}
@@ -184,7 +199,7 @@ func (p *Pool) claimer(ctx, bg context.Context) {
 			// Under load, wake-ups come one finished task at a time; a short
 			// pause lets several slots free up so one claim statement takes
 			// a batch instead of a task. At rest the pause is skipped.
-			if busy := p.Busy(); busy > 0 && p.cfg.Workers-busy < p.cfg.ClaimBatch/4 {
+			if busy := p.Busy(); busy > 0 && p.free() < p.cfg.ClaimBatch/4 {
 				select {
 				case <-ctx.Done():
 					return
@@ -201,33 +216,60 @@ const claimCoalesce = 5 * time.Millisecond
 
 func (p *Pool) start(bg context.Context, t *task.Task) {
 	ctx, cancel := context.WithCancelCause(bg)
-	j := &Job{Task: t, store: p.store, cancel: cancel, stop: make(chan struct{})}
+	j := &Job{Task: t, store: p.store, ctx: ctx, cancel: cancel, stop: make(chan struct{})}
 	p.mu.Lock()
 	p.running[t.ID] = j
+	p.active++
 	p.mu.Unlock()
 	if t.CancelRequested && t.State == task.StateRunning {
 		cancel(ErrCancelRequested)
 	}
-	p.jobs.Go(func() {
-		defer cancel(nil)
-		p.execute(ctx, bg, j)
+	select {
+	case p.jobc <- j: // an idle goroutine takes it
+	default:
+		p.jobs.Go(func() { p.jobLoop(bg, j) })
+	}
+}
+
+// jobLoop runs tasks one after another on one goroutine, so a busy pool
+// reuses goroutines (and their grown stacks) instead of starting one per
+// task; it ends after a minute without work or when the pool stops.
+func (p *Pool) jobLoop(bg context.Context, j *Job) {
+	idle := time.NewTimer(time.Minute)
+	defer idle.Stop()
+	for {
+		p.execute(j.ctx, bg, j)
+		j.cancel(nil)
 		p.mu.Lock()
-		delete(p.running, t.ID)
+		delete(p.running, j.Task.ID)
 		p.mu.Unlock()
 		p.Wake()
-	})
+		idle.Reset(time.Minute)
+		var ok bool
+		select {
+		case j, ok = <-p.jobc:
+			if !ok {
+				return
+			}
+		case <-idle.C:
+			return
+		}
+	}
 }
 
 func (p *Pool) execute(ctx, bg context.Context, j *Job) {
 	t := j.Task
-	logger := p.logger.With("task_id", t.ID, "kind", t.Kind, "attempt", t.Attempt)
-	out, panicked := p.runHandler(ctx, j, logger)
+	out, panicked := p.runHandler(ctx, j)
+	p.mu.Lock()
+	p.active--
+	p.mu.Unlock()
+	p.Wake()
 	cause := context.Cause(ctx)
 	if stop := j.StopCause(); stop != nil {
 		cause = stop // shutdown or a lost lease outranks an earlier cancel
 	}
 	if errors.Is(cause, ErrLeaseLost) {
-		logger.Warn("Lease lost; dropping the task without writing")
+		p.taskLogger(t).Warn("Lease lost; dropping the task without writing")
 		return
 	}
 	if out.Written {
@@ -256,14 +298,14 @@ func (p *Pool) execute(ctx, bg context.Context, j *Job) {
 		f.Error = &out.Error
 	}
 	f.Events = append(j.takeEvents(), finalEvent(f.State, out))
+	f.Steps = j.takeSteps()
 	applied, err := p.finish(f)
 	switch {
 	case err != nil:
-		logger.Error("Could not record the task's outcome; the rescuer will re-queue it", "error", err)
+		p.taskLogger(t).Error("Could not record the task's outcome; the rescuer will re-queue it", "error", err)
 	case !applied:
-		logger.Warn("Lease lost before the outcome was written; another worker owns the task")
+		p.taskLogger(t).Warn("Lease lost before the outcome was written; another worker owns the task")
 	default:
-		logger.Debug("Task left", "state", f.State)
 		if p.hub != nil {
 			p.hub.Publish(t.ID)
 		}
@@ -275,14 +317,14 @@ func (p *Pool) execute(ctx, bg context.Context, j *Job) {
 
 // runHandler runs the kind's handler, turning a panic into a failed attempt
 // so the process lives on.
-func (p *Pool) runHandler(ctx context.Context, j *Job, logger *slog.Logger) (out Outcome, panicked bool) {
+func (p *Pool) runHandler(ctx context.Context, j *Job) (out Outcome, panicked bool) {
 	h, ok := p.handlers[j.Task.Kind]
 	if !ok {
 		return Outcome{State: task.StateFailed, Error: fmt.Sprintf("no handler for task kind %q on this worker", j.Task.Kind)}, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			logger.Error("Handler panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			p.taskLogger(j.Task).Error("Handler panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			out = Outcome{State: task.StateFailed, Error: fmt.Sprintf("handler panicked: %v", r)}
 			panicked = true
 		}
@@ -305,7 +347,10 @@ func parked(s task.State) bool {
 
 // finalEvent describes the transition a finish makes.
 func finalEvent(s task.State, out Outcome) task.Event {
-	data, _ := json.Marshal(map[string]any{"state": s, "error": nilIfEmpty(out.Error)})
+	data, _ := json.Marshal(struct {
+		State task.State `json:"state"`
+		Error any        `json:"error"`
+	}{s, nilIfEmpty(out.Error)})
 	if s.Terminal() {
 		typ, status := task.TerminalEvent(s)
 		msg := out.Message
@@ -346,6 +391,12 @@ func (p *Pool) interrupt(id string, cause error) {
 	if j != nil {
 		j.interrupt(cause)
 	}
+}
+
+// taskLogger is made only where something is logged: attributes cost
+// formatting on every task otherwise.
+func (p *Pool) taskLogger(t *task.Task) *slog.Logger {
+	return p.logger.With("task_id", t.ID, "kind", t.Kind, "attempt", t.Attempt)
 }
 
 func hostname() string {

@@ -96,6 +96,9 @@ type run struct {
 	mu    sync.Mutex
 	steps map[int]*store.StepRow
 	plan  map[int]pipeline.PlannedStep
+
+	flushOnce   sync.Once
+	stopFlusher func() // set by startFlusher; no-op until then
 }
 
 // Run implements queue.Handler.
@@ -114,14 +117,13 @@ func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
 		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
 	}
 	rn := &run{r: r, j: j, ctx: ctx, p: p, params: params, stages: stages, total: total,
-		steps: map[int]*store.StepRow{}, plan: map[int]pipeline.PlannedStep{}}
+		steps: map[int]*store.StepRow{}, plan: map[int]pipeline.PlannedStep{}, stopFlusher: func() {}}
 	rn.secrets = secretValues(p, params)
 	if r.cfg.Secrets != nil {
 		rn.secrets = append(rn.secrets, r.cfg.Secrets()...)
 	}
 
-	stopFlush := rn.flusher()
-	defer stopFlush()
+	defer func() { rn.stopFlusher() }() // the flusher may start later
 
 	if err := rn.initSteps(); err != nil {
 		return rn.interruptedOutcome(err)
@@ -158,6 +160,17 @@ func (rn *run) initSteps() error {
 			}
 			inits = append(inits, store.StepInit{Idx: ps.Index, Name: ps.Name, IdempotencyKey: idempotencyKey(rn.j.Task.ID, ps, with)})
 		}
+	}
+	if rn.j.Task.FirstRun {
+		// Nobody wrote anything for this task yet, so there are no rows to
+		// load: create them here and let them ride with the next write,
+		// which comes before any step with a side effect runs.
+		for _, in := range inits {
+			row := store.StepRow{Idx: in.Idx, Name: in.Name, State: "pending", IdempotencyKey: in.IdempotencyKey}
+			rn.steps[in.Idx] = &row
+			rn.j.SaveStep(saveOf(row, false, false))
+		}
+		return nil
 	}
 	rows, err := rn.j.Store().StepsInit(rn.ctx, rn.j.Task.ID, rn.j.Token(), inits)
 	if err != nil {
@@ -203,64 +216,107 @@ func (rn *run) data(ps pipeline.PlannedStep) map[string]any {
 	}
 }
 
-// flusher writes buffered events every FlushInterval, so live viewers see
-// progress while a long step runs.
-func (rn *run) flusher() func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(rn.r.cfg.FlushInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-rn.j.Stopping():
-				return
-			case <-tick.C:
-				_ = rn.j.Flush(context.WithoutCancel(rn.ctx))
+// startFlusher writes buffered events every FlushInterval from the first
+// action that may take a while on, so live viewers see progress while a
+// long step runs (a run of effect-free steps needs none).
+func (rn *run) startFlusher() {
+	rn.flushOnce.Do(func() {
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			tick := time.NewTicker(rn.r.cfg.FlushInterval)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-rn.j.Stopping():
+					return
+				case <-tick.C:
+					_ = rn.j.Flush(context.WithoutCancel(rn.ctx))
+				}
 			}
-		}
+		})
+		rn.stopFlusher = func() { close(done); wg.Wait() }
 	})
-	return func() { close(done); wg.Wait() }
 }
 
 // write applies a fenced step change; a lost lease becomes errInterrupted.
+// A forward change to a step whose action has no side effect is held back
+// and written with the task's next write (deferrable).
 func (rn *run) write(w store.StepWrite) error {
+	if rn.deferrable(w) {
+		for _, e := range w.Events {
+			rn.j.Emit(e)
+		}
+		row := rn.apply(w)
+		rn.j.SaveStep(saveOf(row, w.Start, w.Finish))
+		return nil
+	}
 	// Buffered events (logs, tool.executed) go first, in the same
 	// statement, so seqs stay in causal order.
-	buffered := rn.j.Drain()
-	w.Events = append(buffered, w.Events...)
-	err := rn.j.Store().StepWrite(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), w)
-	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
-		rn.j.Requeue(buffered)
-	}
+	err := rn.j.Write(context.WithoutCancel(rn.ctx), func(buffered []task.Event) error {
+		w.Events = append(buffered, w.Events...)
+		return rn.j.Store().StepWrite(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), w)
+	})
 	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, queue.ErrLeaseLost) {
 		return errInterrupted
 	}
 	if err == nil && w.Idx > 0 {
-		rn.mu.Lock()
-		row := rn.steps[w.Idx]
-		row.State = w.State
-		if w.Start {
-			row.Attempt++
-		}
-		if w.StartCompensation {
-			row.CompensationAttempt++
-		}
-		if w.Finish && (w.State == "completed" || w.State == "failed" || w.State == "cancelled") {
-			now := time.Now()
-			row.FinishedAt = &now
-		}
-		if len(w.Output) > 0 {
-			row.Output = w.Output
-		}
-		rn.mu.Unlock()
+		rn.apply(w)
 	}
 	if err == nil && w.TaskState != "" {
 		rn.j.Task.State = w.TaskState
 	}
 	return err
+}
+
+// deferrable: a forward change of a step whose action is effect-free (no
+// task state change, no compensation) needs no round trip of its own.
+func (rn *run) deferrable(w store.StepWrite) bool {
+	if w.Idx == 0 || w.TaskState != "" || w.StartCompensation {
+		return false
+	}
+	switch w.State {
+	case "running", "completed", "failed", "cancelled":
+	default:
+		return false
+	}
+	act, ok := rn.r.cfg.Actions[rn.plan[w.Idx].Step.Action]
+	return ok && action.IsEffectFree(act)
+}
+
+// apply records a written (or held-back) change in the run's copy of the
+// step row and returns the row.
+func (rn *run) apply(w store.StepWrite) store.StepRow {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	row := rn.steps[w.Idx]
+	row.State = w.State
+	if w.Start {
+		row.Attempt++
+		row.Error = nil
+	}
+	if w.StartCompensation {
+		row.CompensationAttempt++
+	}
+	if w.Finish && (w.State == "completed" || w.State == "failed" || w.State == "cancelled") {
+		now := time.Now()
+		row.FinishedAt = &now
+	}
+	if len(w.Output) > 0 {
+		row.Output = w.Output
+	}
+	if w.Error != nil {
+		row.Error = w.Error
+	}
+	return *row
+}
+
+// saveOf is a step row as written whole by a held-back write.
+func saveOf(row store.StepRow, started, finished bool) store.StepSave {
+	return store.StepSave{Idx: row.Idx, Name: row.Name, IdempotencyKey: row.IdempotencyKey, State: row.State,
+		Attempt: row.Attempt, Output: row.Output, Error: row.Error, Started: started, Finished: finished}
 }
 
 func (rn *run) event(ps pipeline.PlannedStep, typ task.EventType, status task.Status, tool, msg string, data any) task.Event {

@@ -350,3 +350,51 @@ func TestParallelJoins(t *testing.T) {
 		require.Equal(t, "completed", st["y"])
 	})
 }
+
+// TestEffectFreeStepsRideWithTheNextWrite: steps whose action has no side
+// effect (noop) are not written before they run, but everything is stored
+// before a step with an effect starts (its key first of all), and the
+// task's record ends the same as if every write had been its own.
+func TestEffectFreeStepsRideWithTheNextWrite(t *testing.T) {
+	t.Parallel()
+	p := &pipeline.Pipeline{Name: "mixed", Steps: []pipeline.Step{
+		{Name: "warm", Action: "noop"}, step("effect"), {Name: "cool", Action: "noop"},
+	}}
+	b := setup(t, p)
+	b.rec.block["do:effect"] = make(chan struct{})
+	tk := b.submit(t, "mixed")
+	require.Equal(t, "do:effect", <-b.rec.started)
+
+	rows, err := b.st.StepList(t.Context(), tk.ID)
+	require.NoError(t, err)
+	require.Len(t, rows, 3, "every row, with its key, is stored before the effect runs")
+	require.Equal(t, "completed", rows[0].State)
+	require.Equal(t, "running", rows[1].State)
+	require.Equal(t, 1, rows[1].Attempt)
+	b.rec.mu.Lock()
+	require.Equal(t, []string{rows[1].IdempotencyKey}, b.rec.keys["do:effect"])
+	b.rec.mu.Unlock()
+	require.Equal(t, "pending", rows[2].State)
+
+	close(b.rec.block["do:effect"])
+	got := b.wait(t, tk.ID, task.StateCompleted)
+	require.Equal(t, task.Progress{Step: 3, TotalStep: 3, Percent: 100}, got.Progress)
+	rows, err = b.st.StepList(t.Context(), tk.ID)
+	require.NoError(t, err)
+	for _, r := range rows {
+		require.Equal(t, "completed", r.State, r.Name)
+		require.Equal(t, 1, r.Attempt, r.Name)
+		require.NotNil(t, r.StartedAt, r.Name)
+		require.NotNil(t, r.FinishedAt, r.Name)
+	}
+	evs := b.seqsGapFree(t, tk.ID)
+	var seen []string
+	for _, e := range evs {
+		if e.Type == task.EventStepStarted || e.Type == task.EventStepCompleted {
+			seen = append(seen, string(e.Type)+":"+e.StepName)
+		}
+	}
+	require.Equal(t, []string{"step.started:warm", "step.completed:warm", "step.started:effect", "step.completed:effect",
+		"step.started:cool", "step.completed:cool"}, seen)
+	require.Equal(t, task.EventTaskCompleted, evs[len(evs)-1].Type)
+}

@@ -27,7 +27,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 		attempt := row.Attempt + 1
 		if err := rn.write(store.StepWrite{Idx: ps.Index, State: "running", Start: true, Events: []task.Event{
 			rn.event(ps, task.EventStepStarted, task.StatusToolCall, ps.Step.Action,
-				fmt.Sprintf("Step %d/%d %s started (attempt %d)", ps.Index, rn.total, ps.Name, attempt), map[string]any{"attempt": attempt}),
+				fmt.Sprintf("Step %d/%d %s started (attempt %d)", ps.Index, rn.total, ps.Name, attempt), attemptData{Attempt: attempt}),
 		}}); err != nil {
 			return err
 		}
@@ -96,6 +96,9 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 	if !ok {
 		return nil, &action.Permanent{Err: fmt.Errorf("action %s is not available on this server", name)}
 	}
+	if !action.IsEffectFree(act) {
+		rn.startFlusher()
+	}
 	if compensating {
 		// A compensation sees the forward step's inputs under its own.
 		merged := map[string]any{}
@@ -154,7 +157,7 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 		outcome = "error"
 	}
 	rn.j.Emit(rn.event(ps, task.EventToolExecuted, task.StatusToolResult, name, fmt.Sprintf("%s finished: %s", name, outcome),
-		map[string]any{"tool": name, "duration_ms": time.Since(start).Milliseconds(), "outcome": outcome, "compensating": compensating}))
+		toolData{Tool: name, DurationMS: time.Since(start).Milliseconds(), Outcome: outcome, Compensating: compensating}))
 	if runErr != nil {
 		return nil, runErr
 	}
@@ -163,6 +166,20 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 	}
 	return res, nil
 }
+
+// Event data of the hot path, as structs: marshalling a map sorts its keys
+// by reflection on every event.
+type (
+	attemptData struct {
+		Attempt int `json:"attempt"`
+	}
+	toolData struct {
+		Tool         string `json:"tool"`
+		DurationMS   int64  `json:"duration_ms"`
+		Outcome      string `json:"outcome"`
+		Compensating bool   `json:"compensating"`
+	}
+)
 
 // lineLogger turns output lines into step.log events, at most rate per
 // second with a burst of twice that; what it drops is counted and said, and

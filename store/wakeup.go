@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Channels of the wake-ups the store sends (LISTEN names).
+const (
+	channelTaskReady  = "task_ready"  // claimable work exists
+	channelTaskEvents = "task_events" // payload "id:seq,id:seq…": those tasks have events up to seq
+)
+
+// maxNotifyPayload stays under PostgreSQL's 8000-byte NOTIFY limit.
+const maxNotifyPayload = 7000
+
+// wakeups sends the NOTIFYs of the hot paths (submit, claim, finish,
+// progress) after their own statement committed, batched, instead of inside
+// it. A NOTIFY inside a transaction takes a database-wide lock from its
+// commit until the commit is flushed, so every notifying transaction
+// commits one after another and group commit is lost: on a disk with
+// millisecond fsyncs that caps the whole queue at a few hundred commits a
+// second. Here one small statement with synchronous_commit off carries the
+// wake-ups of everything that committed meanwhile.
+//
+// NOTIFY is only a wake-up (invariant 3): one lost to a crash between the
+// commit and the send costs a poll interval, never work, and subscribers
+// read events by seq from the table.
+type wakeups struct {
+	s *Store
+
+	mu      sync.Mutex
+	pending map[string][]string // channel → payloads
+	sending bool
+	sent    chan struct{} // closed when the batch holding pending is sent
+}
+
+// wake queues notifications and returns a channel closed once they are sent
+// (or dropped because the database could not be reached).
+func (w *wakeups) wake(notes ...[2]string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending == nil {
+		w.pending = map[string][]string{}
+	}
+	if w.sent == nil {
+		w.sent = make(chan struct{})
+	}
+	for _, n := range notes {
+		w.pending[n[0]] = append(w.pending[n[0]], n[1])
+	}
+	sent := w.sent
+	if !w.sending {
+		w.sending = true
+		go w.drain()
+	}
+	return sent
+}
+
+// drain sends batches until nothing is pending; whatever queues up while one
+// batch is on the wire goes into the next.
+func (w *wakeups) drain() {
+	for {
+		w.mu.Lock()
+		batch, sent := w.pending, w.sent
+		w.pending, w.sent = nil, nil
+		if len(batch) == 0 {
+			w.sending = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		channels, payloads := notifyRows(batch)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// set_config(…, true) lasts until this statement's own commit: the
+		// wake-up need not wait for a disk flush.
+		_, _ = w.s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), count(pg_notify(c, p))
+			FROM unnest($1::text[], $2::text[]) AS n(c, p)`, channels, payloads)
+		cancel()
+		close(sent)
+	}
+}
+
+// notifyRows merges each channel's payloads into as few notifications as
+// the payload limit allows (comma-separated; empty payloads once).
+func notifyRows(batch map[string][]string) (channels, payloads []string) {
+	for ch, ps := range batch {
+		var b strings.Builder
+		empty := false
+		for _, p := range ps {
+			if p == "" {
+				empty = true
+				continue
+			}
+			if b.Len() > 0 && b.Len()+1+len(p) > maxNotifyPayload {
+				channels, payloads = append(channels, ch), append(payloads, b.String())
+				b.Reset()
+			}
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(p)
+		}
+		if b.Len() > 0 {
+			channels, payloads = append(channels, ch), append(payloads, b.String())
+		} else if empty {
+			channels, payloads = append(channels, ch), append(payloads, "")
+		}
+	}
+	return channels, payloads
+}
+
+// eventsNote says taskID has events up to seq.
+func eventsNote(taskID string, seq int) [2]string {
+	return [2]string{channelTaskEvents, taskID + ":" + strconv.Itoa(seq)}
+}
+
+var readyNote = [2]string{channelTaskReady, ""}

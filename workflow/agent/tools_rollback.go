@@ -1,0 +1,332 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"flightdeck/store"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/task"
+)
+
+// versionNames are parameter names that hold what a deploy ships: the
+// parameter a rollback changes. "version" wins; otherwise the first string
+// or enum parameter named like one of these (or ending in _version).
+var versionNames = []string{"version", "tag", "image_tag", "ref", "git_ref", "commit", "sha", "revision", "release"}
+
+// versionParam names p's version-like parameter, or "" when it has none.
+func versionParam(p *pipeline.Pipeline) string {
+	for _, name := range versionNames {
+		for _, prm := range p.Params {
+			if prm.Name == name && (prm.Type == "string" || prm.Type == "enum") && !prm.Secret {
+				return name
+			}
+		}
+		if name == "version" {
+			for _, prm := range p.Params {
+				if strings.HasSuffix(prm.Name, "_version") && (prm.Type == "string" || prm.Type == "enum") && !prm.Secret {
+					return prm.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// rollbackTarget is what identifies a deploy target of a pipeline: values of
+// its parameters other than the version and secrets (credentials are not
+// identity, and the model never sees them).
+type rollbackTarget struct {
+	p      *pipeline.Pipeline
+	ver    string         // the version parameter, "" for none
+	values map[string]any // normalised, compared as JSON
+}
+
+// newTarget validates given against p's parameters minus the version and
+// secrets. With a version parameter, omitted parameters take their
+// defaults (as a submission would), so the target is a deploy's params
+// minus its version. Without one, only the given parameters are compared:
+// pinning every parameter would leave nothing to roll back.
+func newTarget(p *pipeline.Pipeline, given map[string]any) (*rollbackTarget, error) {
+	ver := versionParam(p)
+	shadow := &pipeline.Pipeline{Name: p.Name}
+	for _, prm := range p.Params {
+		v, ok := given[prm.Name]
+		switch {
+		case prm.Name == ver:
+			if ok {
+				return nil, fmt.Errorf("leave %s out of the target: the version is what a rollback changes", ver)
+			}
+			continue
+		case prm.Secret:
+			if ok {
+				return nil, fmt.Errorf("%s is a secret parameter, not part of a target", prm.Name)
+			}
+			continue
+		case ver == "" && !ok:
+			prm.Required, prm.Default = false, nil
+		case v == nil:
+			delete(given, prm.Name)
+		}
+		// The copy keeps the parameter's compiled pattern.
+		shadow.Params = append(shadow.Params, prm)
+	}
+	raw, err := json.Marshal(given)
+	if err != nil {
+		return nil, fmt.Errorf("target: %v", err)
+	}
+	values, ferr := shadow.Validate(raw)
+	if ferr != nil {
+		field := strings.Replace(ferr.Field, "params.", "target.", 1)
+		return nil, fmt.Errorf("%s %s (%s takes %s)", field, ferr.Message, p.Name, paramList(p))
+	}
+	if len(values) == 0 && ver == "" {
+		return nil, fmt.Errorf("name the target: %s has no version parameter, so give at least one of %s", p.Name, paramList(p))
+	}
+	return &rollbackTarget{p: p, ver: ver, values: values}, nil
+}
+
+func paramList(p *pipeline.Pipeline) string {
+	var names []string
+	for _, prm := range p.Params {
+		if !prm.Secret {
+			names = append(names, prm.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "no parameters"
+	}
+	return strings.Join(names, ", ")
+}
+
+// canon is v's JSON text: params read back from the database (float64)
+// and validated ones (int64) compare equal.
+func canon(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return string(b)
+}
+
+// matches says whether a deploy's params belong to the target. A parameter
+// an older deploy lacks (added to the pipeline since) counts as its default.
+func (t *rollbackTarget) matches(params map[string]any) bool {
+	for _, prm := range t.p.Params {
+		want, ok := t.values[prm.Name]
+		if !ok {
+			continue
+		}
+		got, ok := params[prm.Name]
+		if !ok || got == nil {
+			got = prm.Default
+		}
+		if canon(got) != canon(want) {
+			return false
+		}
+	}
+	return true
+}
+
+// state is what a rollback changes: the version, or without one every
+// parameter but secrets.
+func (t *rollbackTarget) state(params map[string]any) string {
+	if t.ver != "" {
+		return canon(params[t.ver])
+	}
+	m := map[string]any{}
+	for _, prm := range t.p.Params {
+		if !prm.Secret {
+			m[prm.Name] = params[prm.Name]
+		}
+	}
+	return canon(m)
+}
+
+// String describes the target for people and the model.
+func (t *rollbackTarget) String() string {
+	var parts []string
+	for _, prm := range t.p.Params {
+		if v, ok := t.values[prm.Name]; ok {
+			parts = append(parts, prm.Name+"="+strings.Trim(canon(v), `"`))
+		}
+	}
+	if len(parts) == 0 {
+		return t.p.Name
+	}
+	return t.p.Name + " " + strings.Join(parts, " ")
+}
+
+// rollbackPages bounds the history walk (200 tasks a page).
+const rollbackPages = 10
+
+// prepareRollback finds the deploy to repeat: among the team's completed
+// deploys of the target's pipeline, newest first, the first that belongs
+// to the target is the current one; the first older one in another state
+// (another version) is what the rollback deploys again.
+func prepareRollback(ctx context.Context, e *Env, args map[string]any) (json.RawMessage, error) {
+	name, _ := args["pipeline"].(string)
+	given := map[string]any{}
+	if m, ok := args["target"].(map[string]any); ok {
+		for k, v := range m {
+			given[k] = v
+		}
+	}
+	for _, k := range []string{"app", "env"} {
+		s, ok := args[k].(string)
+		if !ok {
+			continue
+		}
+		if prev, dup := given[k]; dup && prev != s {
+			return nil, fmt.Errorf("%s and target.%s differ; give one", k, k)
+		}
+		given[k] = s
+	}
+	id, byTask := args["task_id"].(string)
+	if byTask {
+		if len(given) > 0 {
+			return nil, fmt.Errorf("give task_id or the target, not both")
+		}
+		src, err := e.Store.TaskGet(ctx, e.teams(), id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("no task %s in your team", id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if src.Kind != task.KindDeploy {
+			return nil, fmt.Errorf("task %s is not a deploy; give a deploy task of the target", id)
+		}
+		if name != "" && name != src.Pipeline {
+			return nil, fmt.Errorf("task %s is a deploy of %s, not %s", id, src.Pipeline, name)
+		}
+		name = src.Pipeline
+		if err := json.Unmarshal(src.Params, &given); err != nil {
+			return nil, fmt.Errorf("task %s has unreadable params", id)
+		}
+	}
+	if name == "" {
+		name = "web-service"
+	}
+	p, ok := e.Catalog.Get(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown pipeline %q; list_pipelines shows them", name)
+	}
+	if byTask {
+		// The task's params minus its version and secrets are the target.
+		for _, prm := range p.Params {
+			if prm.Secret || prm.Name == versionParam(p) {
+				delete(given, prm.Name)
+			}
+		}
+		for k := range given {
+			if !hasParam(p, k) {
+				delete(given, k) // a parameter the pipeline has dropped since
+			}
+		}
+	}
+	target, err := newTarget(p, given)
+	if err != nil {
+		return nil, err
+	}
+
+	var current, previous *task.Task
+	var curParams, prevParams map[string]any
+	before := ""
+	for page := 0; page < rollbackPages && previous == nil; page++ {
+		tasks, next, err := e.Store.TaskList(ctx, store.TaskListParams{TeamIDs: e.teams(), Kind: "deploy", State: "completed",
+			Pipeline: p.Name, Before: before, Limit: 200})
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tasks {
+			var params map[string]any
+			if json.Unmarshal(t.Params, &params) != nil || params == nil || !target.matches(params) {
+				continue
+			}
+			if current == nil {
+				current, curParams = t, params
+				continue
+			}
+			if target.state(params) != target.state(curParams) {
+				previous, prevParams = t, params
+				break
+			}
+		}
+		if next == "" {
+			break
+		}
+		before = next
+	}
+	switch {
+	case current == nil:
+		return nil, fmt.Errorf("no completed deploy of %s: nothing to roll back", target)
+	case previous == nil && target.ver != "":
+		return nil, fmt.Errorf("%s has only ever run %s %s: no previous version to roll back to",
+			target, target.ver, strings.Trim(canon(curParams[target.ver]), `"`))
+	case previous == nil:
+		return nil, fmt.Errorf("every completed deploy of %s used the same parameters: nothing to roll back to", target)
+	}
+	raw, _ := json.Marshal(prevParams)
+	params, ferr := p.Validate(raw)
+	if ferr != nil {
+		return nil, fmt.Errorf("the previous deploy's params (task %s) are no longer valid for %s: %s", previous.ID, p.Name, ferr.Error())
+	}
+	plan := deployPlan{Pipeline: p.Name, Params: params, Priority: "high", RollbackFromTask: current.ID, RollbackTo: previous.ID}
+	if target.ver != "" {
+		plan.RollbackFrom = strings.Trim(canon(curParams[target.ver]), `"`)
+	}
+	// A person confirms this plan: secrets stay out of it.
+	for _, prm := range p.Params {
+		if _, ok := plan.Params[prm.Name]; ok && prm.Secret {
+			plan.Params[prm.Name] = "[REDACTED]"
+		}
+	}
+	return json.Marshal(plan)
+}
+
+func hasParam(p *pipeline.Pipeline, name string) bool {
+	for _, prm := range p.Params {
+		if prm.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// restoreSecrets puts the secret params of the deploy a rollback repeats
+// back into the plan (they are not shown to the person who confirms it).
+func (e *Env) restoreSecrets(ctx context.Context, plan *deployPlan) error {
+	p, ok := e.Catalog.Get(plan.Pipeline)
+	if !ok {
+		return fmt.Errorf("unknown pipeline %q", plan.Pipeline)
+	}
+	var secret []string
+	for _, prm := range p.Params {
+		if prm.Secret {
+			secret = append(secret, prm.Name)
+		}
+	}
+	if len(secret) == 0 {
+		return nil
+	}
+	src, err := e.Store.TaskGet(ctx, e.teams(), plan.RollbackTo)
+	if err != nil {
+		return fmt.Errorf("error reading the deploy to repeat (%s): %w", plan.RollbackTo, err)
+	}
+	var params map[string]any
+	if err := json.Unmarshal(src.Params, &params); err != nil {
+		return fmt.Errorf("the deploy to repeat (%s) has unreadable params", plan.RollbackTo)
+	}
+	for _, name := range secret {
+		if v, ok := params[name]; ok {
+			plan.Params[name] = v
+		} else {
+			delete(plan.Params, name)
+		}
+	}
+	return nil
+}
