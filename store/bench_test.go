@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,31 +12,42 @@ import (
 	"flightdeck/workflow/task"
 )
 
-// BenchmarkClaimFinish measures one batch claim of 100 tasks plus their batch
-// finish (with a terminal event each): the queue's hot path. ns/op is per
-// task.
+// BenchmarkClaimFinish measures the queue's hot path as the noop pipeline
+// walks it: a batch claim, then a batch finish carrying each task's step row
+// and its four events (step.started, tool.executed, step.completed,
+// task.completed). ns/op is per task; the sub-benchmarks vary the batch.
 func BenchmarkClaimFinish(b *testing.B) {
-	st := dbtest.Store(b)
-	u := testfactory.User(b, st, "bench@bench.test", "bench", auth.RoleDeployer)
-	const batch = 100
-	if err := st.TaskInsertMany(b.Context(), u.Memberships[0].TeamID, u.ID, task.KindDeploy, "noop", b.N+batch); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for done := 0; done < b.N; {
-		claimed, err := st.TaskClaim(b.Context(), "bench", batch, time.Minute)
-		if err != nil {
-			b.Fatal(err)
-		}
-		fs := make([]store.Finish, len(claimed))
-		for i, t := range claimed {
-			fs[i] = store.Finish{ID: t.ID, Token: t.LeaseToken, State: task.StateCompleted,
-				Events: []task.Event{{Type: task.EventTaskCompleted, Status: task.StatusCompleted, Message: "done"}}}
-		}
-		if _, err := st.TaskFinish(b.Context(), fs); err != nil {
-			b.Fatal(err)
-		}
-		done += len(claimed)
+	for _, batch := range []int{10, 25, 50, 100, 150} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			st := dbtest.Store(b)
+			u := testfactory.User(b, st, "bench@bench.test", "bench", auth.RoleDeployer)
+			if err := st.TaskInsertMany(b.Context(), u.Memberships[0].TeamID, u.ID, task.KindDeploy, "noop", b.N+batch); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				claimed, err := st.TaskClaim(b.Context(), "bench", batch, time.Minute)
+				if err != nil {
+					b.Fatal(err)
+				}
+				fs := make([]store.Finish, len(claimed))
+				for i, t := range claimed {
+					fs[i] = store.Finish{ID: t.ID, Token: t.LeaseToken, State: task.StateCompleted,
+						Steps: []store.StepSave{{Idx: 1, Name: "noop", IdempotencyKey: t.ID + ":1", State: "completed", Attempt: 1,
+							Output: []byte(`{}`), Started: true, Finished: true}},
+						Events: []task.Event{
+							{Type: task.EventStepStarted, Status: task.StatusToolCall, Step: 1, TotalStep: 1, Message: "Step 1/1 noop started (attempt 1)", Data: []byte(`{"attempt":1}`)},
+							{Type: task.EventToolExecuted, Status: task.StatusToolResult, Step: 1, TotalStep: 1, Message: "noop finished: ok", Data: []byte(`{"tool":"noop","duration_ms":0,"outcome":"ok","compensating":false}`)},
+							{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 1, TotalStep: 1, Message: "Step 1/1 noop completed"},
+							{Type: task.EventTaskCompleted, Status: task.StatusCompleted, Message: "Task completed"},
+						}}
+				}
+				if _, err := st.TaskFinish(b.Context(), fs); err != nil {
+					b.Fatal(err)
+				}
+				done += len(claimed)
+			}
+		})
 	}
 }
 

@@ -17,12 +17,14 @@ type QueueCount struct {
 }
 
 // TaskQueueCounts counts the unfinished tasks of teamIDs by state and
-// priority, from tasks_team_id_active_idx (finished tasks are never read).
+// priority. The states are named (not "NOT IN the finished ones") so the
+// read ranges over tasks_team_id_state_created_at_idx and never touches
+// finished tasks.
 func (s *Store) TaskQueueCounts(ctx context.Context, teamIDs []string) ([]QueueCount, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT state, priority, count(*), min(created_at) FROM tasks
-		WHERE team_id = ANY($1) AND state NOT IN ('completed', 'failed', 'cancelled')
-		GROUP BY state, priority ORDER BY state, priority`, teamIDs)
+		WHERE team_id = ANY($1) AND state = ANY($2)
+		GROUP BY state, priority ORDER BY state, priority`, teamIDs, unfinishedStates())
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -39,4 +41,15 @@ func (s *Store) TaskQueueCounts(ctx context.Context, teamIDs []string) ([]QueueC
 		out = append(out, c)
 	}
 	return out, interpretError(rows.Err())
+}
+
+// unfinishedStates names every state a task can still leave.
+func unfinishedStates() []string {
+	var out []string
+	for _, st := range task.States {
+		if !st.Terminal() {
+			out = append(out, string(st))
+		}
+	}
+	return out
 }
