@@ -19,6 +19,7 @@ import (
 type LocalEffect struct {
 	Key    string // the step's idempotency key
 	Action string // e.g. local.dns_create
+	TaskID string // the task whose step it is; retention asks it whether it may still run
 }
 
 // LocalEffectGet returns the output recorded for key, or ErrNotFound.
@@ -37,7 +38,12 @@ func localEffectRecord(ctx context.Context, tx pgx.Tx, eff LocalEffect, v any) e
 	if err != nil {
 		return fmt.Errorf("error encoding effect: %w", err)
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO local_effects (idempotency_key, action, output) VALUES ($1, $2, $3)`, eff.Key, eff.Action, out)
+	var taskID any // a name that is no task id (tests, tools) records none
+	if validUUID(eff.TaskID) {
+		taskID = eff.TaskID
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO local_effects (idempotency_key, action, output, task_id) VALUES ($1, $2, $3, $4)`,
+		eff.Key, eff.Action, out, taskID)
 	return interpretError(err)
 }
 
@@ -195,23 +201,22 @@ func (s *Store) LocalRouteSwitch(ctx context.Context, host, from, to string) err
 }
 
 // LocalEffectPrune deletes up to limit effect records older than olderThan
-// that no task may still need and returns how many it deleted. An effect exists so that a re-run of its step (a retry, a
-// resumed task, a compensation retried from needs_attention) finds it
-// instead of acting twice. Only the task that planned the step can re-run
-// it (its key hashes the task id), and a task in a terminal state never
-// runs again, so an effect may go once the task holding its key (or, for a
-// compensation's "<key>:compensate", the step's key) ended before now -
-// olderThan; effects whose key no step holds (the task was deleted) go by
-// their own age. An effect is older than its task's end, so only effects
-// older than the cutoff are looked at.
+// that no task may still need and returns how many it deleted. An effect
+// exists so that a re-run of its step (a retry, a resumed task, a
+// compensation retried from needs_attention) finds it instead of acting
+// twice. Only the task that planned the step can re-run it (its key hashes
+// the task id), and a task in a terminal state never runs again, so an
+// effect may go once its task ended before now - olderThan, or no longer
+// exists. Effects recorded before they named their task are kept.
 func (s *Store) LocalEffectPrune(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
 		DELETE FROM local_effects WHERE idempotency_key IN (
 			SELECT e.idempotency_key FROM local_effects e
 			WHERE e.created_at < now() - make_interval(secs => $1)
+				AND e.task_id IS NOT NULL -- recorded before tasks were named: kept
 				AND NOT EXISTS (
-					SELECT 1 FROM task_steps s JOIN tasks t ON t.id = s.task_id
-					WHERE s.idempotency_key = regexp_replace(e.idempotency_key, ':compensate$', '')
+					SELECT 1 FROM tasks t
+					WHERE t.id = e.task_id
 						AND (t.state NOT IN ('completed', 'failed', 'cancelled') OR t.finished_at IS NULL
 							OR t.finished_at >= now() - make_interval(secs => $1)))
 			LIMIT $2

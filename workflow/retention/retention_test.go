@@ -37,9 +37,8 @@ func (b *testBundle) exec(t *testing.T, sql string, args ...any) {
 	require.NoError(t, err)
 }
 
-// task makes a task in state that finished ago (0: not finished) with one
-// step whose idempotency key is key.
-func (b *testBundle) task(t *testing.T, state string, ago time.Duration, key string) string {
+// task makes a task in state that finished ago (0: not finished).
+func (b *testBundle) task(t *testing.T, state string, ago time.Duration) string {
 	t.Helper()
 	tk := testfactory.Task(t, b.st, b.u, nil)
 	var finished any
@@ -47,15 +46,19 @@ func (b *testBundle) task(t *testing.T, state string, ago time.Duration, key str
 		finished = time.Now().Add(-ago)
 	}
 	b.exec(t, `UPDATE tasks SET state = $2, finished_at = $3 WHERE id = $1`, tk.ID, state, finished)
-	b.exec(t, `INSERT INTO task_steps (task_id, idx, name, idempotency_key) VALUES ($1, 1, 'only', $2)`, tk.ID, key)
 	return tk.ID
 }
 
-func (b *testBundle) effect(t *testing.T, key string, ago time.Duration) {
+// effect records an effect of taskID ("": recorded before effects named
+// their task) made ago.
+func (b *testBundle) effect(t *testing.T, key, taskID string, ago time.Duration) {
 	t.Helper()
-	b.exec(t, `INSERT INTO local_effects (idempotency_key, action, output, created_at) VALUES ($1, 'local.dns_create', '{}', $2)`,
-		key, time.Now().Add(-ago))
+	b.exec(t, `INSERT INTO local_effects (idempotency_key, action, output, created_at, task_id)
+		VALUES ($1, 'local.dns_create', '{}', $2, NULLIF($3, '')::uuid)`, key, time.Now().Add(-ago), taskID)
 }
+
+// gone is the id of a task that no longer exists.
+const gone = "00000000-0000-4000-8000-000000000000"
 
 func (b *testBundle) left(t *testing.T, sql string) []string {
 	t.Helper()
@@ -75,30 +78,30 @@ func TestLocalEffectsOutliveEveryRetry(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// Ended long ago: its effects (forward and compensation) go.
-	b.task(t, "completed", 10*day, "old-done")
-	b.effect(t, "old-done", 11*day)
-	b.task(t, "cancelled", 9*day, "old-undone")
-	b.effect(t, "old-undone", 10*day)
-	b.effect(t, "old-undone:compensate", 9*day)
+	done := b.task(t, "completed", 10*day)
+	b.effect(t, "old-done", done, 11*day)
+	undone := b.task(t, "cancelled", 9*day)
+	b.effect(t, "old-undone", undone, 10*day)
+	b.effect(t, "old-undone:compensate", undone, 9*day)
 	// Ended recently: kept, however old the effect.
-	b.task(t, "failed", 1*day, "recent")
-	b.effect(t, "recent", 20*day)
+	b.effect(t, "recent", b.task(t, "failed", 1*day), 20*day)
 	// Not ended (a compensation may be retried from needs_attention, a
 	// parked task resumed): kept.
-	b.task(t, "needs_attention", 0, "stuck")
-	b.effect(t, "stuck", 30*day)
-	b.effect(t, "stuck:compensate", 30*day)
-	b.task(t, "awaiting_approval", 0, "parked")
-	b.effect(t, "parked", 30*day)
-	// No step holds the key (its task was deleted): by its own age.
-	b.effect(t, "orphan-old", 8*day)
-	b.effect(t, "orphan-new", 1*day)
+	stuck := b.task(t, "needs_attention", 0)
+	b.effect(t, "stuck", stuck, 30*day)
+	b.effect(t, "stuck:compensate", stuck, 30*day)
+	b.effect(t, "parked", b.task(t, "awaiting_approval", 0), 30*day)
+	// The task was deleted: by the effect's own age.
+	b.effect(t, "orphan-old", gone, 8*day)
+	b.effect(t, "orphan-new", gone, 1*day)
+	// Recorded before effects named their task: kept.
+	b.effect(t, "legacy", "", 90*day)
 
 	c := retention.New(b.st, retention.Config{Batch: 2})
 	r, err := c.RunOnce(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 4, r.LocalEffects, "in batches of 2 until one came back short")
-	require.ElementsMatch(t, []string{"recent", "stuck", "stuck:compensate", "parked", "orphan-new"},
+	require.ElementsMatch(t, []string{"recent", "stuck", "stuck:compensate", "parked", "orphan-new", "legacy"},
 		b.left(t, `SELECT idempotency_key FROM local_effects`))
 
 	r, err = c.RunOnce(t.Context())
@@ -140,8 +143,8 @@ func TestCleanersInParallelSplitTheWork(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const n = 500
-	b.exec(t, `INSERT INTO local_effects (idempotency_key, action, output, created_at)
-		SELECT 'orphan-' || g, 'local.dns_create', '{}', now() - interval '8 days' FROM generate_series(1, $1) g`, n)
+	b.exec(t, `INSERT INTO local_effects (idempotency_key, action, output, created_at, task_id)
+		SELECT 'orphan-' || g, 'local.dns_create', '{}', now() - interval '8 days', $2::uuid FROM generate_series(1, $1) g`, n, gone)
 	var wg sync.WaitGroup
 	results := make([]retention.Result, 4)
 	errs := make([]error, 4)
@@ -163,7 +166,7 @@ func TestCleanersInParallelSplitTheWork(t *testing.T) {
 func TestRunPrunesAtStartAndStopsWithItsContext(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.effect(t, "orphan", 8*day)
+	b.effect(t, "orphan", gone, 8*day)
 	ctx, cancel := context.WithCancel(t.Context())
 	passes := make(chan retention.Result, 1)
 	done := make(chan error, 1)

@@ -198,7 +198,7 @@ func (p *Provider) wrap(name string, fn actionFunc) action.Action {
 				fmt.Fprintln(w, line)
 			}
 		}
-		res, err := fn(ctx, in, store.LocalEffect{Key: in.IdempotencyKey, Action: name})
+		res, err := fn(ctx, in, store.LocalEffect{Key: in.IdempotencyKey, Action: name, TaskID: in.TaskID})
 		if err != nil {
 			if errors.Is(err, store.ErrForbidden) || errors.Is(err, store.ErrNotFound) {
 				var perm *action.Permanent
