@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -175,7 +176,7 @@ func derefOr(s *string, def string) string {
 func (rn *run) addSecret(s string) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	if len(s) >= 4 {
+	if len(s) >= 4 && !slices.Contains(rn.secrets, s) {
 		rn.secrets = append(rn.secrets, s)
 	}
 }
@@ -316,11 +317,12 @@ func (rn *run) handleReply(m Message) (queue.Outcome, bool, error) {
 		if content == "" {
 			return rn.invalid(Message{Role: "assistant", Content: "(empty reply)"}, nil, "your reply was empty: call a tool or give your final answer as text")
 		}
-		rn.st.Messages = append(rn.st.Messages, Message{Role: "assistant", Content: m.Content})
+		answer := rn.redact(m.Content)
+		rn.st.Messages = append(rn.st.Messages, Message{Role: "assistant", Content: answer})
 		if err := rn.save(rn.event(task.EventAgentThinking, task.StatusThinking, "", content, nil)); err != nil {
 			return queue.Outcome{}, true, err
 		}
-		res, _ := json.Marshal(map[string]string{"text": m.Content})
+		res, _ := json.Marshal(map[string]string{"text": answer})
 		return queue.Outcome{State: task.StateCompleted, Result: res, Message: "Task completed"}, true, nil
 	}
 	assistant := Message{Role: "assistant", Content: m.Content}
@@ -333,8 +335,13 @@ func (rn *run) handleReply(m Message) (queue.Outcome, bool, error) {
 		if tc.ID == "" {
 			tc.ID = fmt.Sprintf("call_%d_%d", rn.st.Iteration, i)
 		}
-		assistant.ToolCalls = append(assistant.ToolCalls, tc)
 		tool, ok := rn.r.tools[tc.Name]
+		// The history (sent back to the model) and the events get the
+		// call with its secrets masked; the pending call keeps the real
+		// arguments.
+		shown := tc
+		shown.Arguments = rn.shownArgs(tool, tc.Arguments)
+		assistant.ToolCalls = append(assistant.ToolCalls, shown)
 		var err error
 		if !ok {
 			err = fmt.Errorf("unknown tool %q", clip(tc.Name, 100))
@@ -351,9 +358,12 @@ func (rn *run) handleReply(m Message) (queue.Outcome, bool, error) {
 		pending = append(pending, pendingCall{Seq: rn.st.Loop.NextSeq, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 		names = append(names, tc.Name)
 		events = append(events, rn.event(task.EventAgentToolCall, task.StatusToolCall, tc.Name,
-			fmt.Sprintf("Calling %s %s", tc.Name, clip(tc.Arguments, 500)),
-			map[string]any{"call_id": tc.ID, "arguments": json.RawMessage(validJSONOr(tc.Arguments)), "mutating": tool.Mutating}))
+			fmt.Sprintf("Calling %s %s", tc.Name, clip(shown.Arguments, 500)),
+			map[string]any{"call_id": tc.ID, "arguments": json.RawMessage(validJSONOr(shown.Arguments)), "mutating": tool.Mutating}))
 	}
+	// The calls' secrets are known now: the model's text loses them too.
+	content = rn.redact(content)
+	assistant.Content = rn.redact(assistant.Content)
 	thinking := content
 	if thinking == "" {
 		thinking = "Calling " + strings.Join(names, ", ")
