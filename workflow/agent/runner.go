@@ -36,7 +36,10 @@ type Config struct {
 	Retry     RetryConfig
 	Catalog   *pipeline.Catalog
 	Artifacts *artifact.Store // large tool outputs
-	Budgets   Budgets
+	// Budgets every task gets; a task's own budgets (its submission's)
+	// replace them, but a budget set here (not zero) is also the most
+	// any task gets.
+	Budgets Budgets
 	// ToolOutputLimit: tool outputs above this many bytes are kept as an
 	// artifact and the model gets a reference (default 4096).
 	ToolOutputLimit int
@@ -57,6 +60,7 @@ type Config struct {
 // Runner is the queue handler for agent tasks.
 type Runner struct {
 	cfg    Config
+	ceil   Budgets // the configured budgets: zero ones have no ceiling
 	client *retryingClient
 	tools  map[string]*Tool
 	defs   []ToolDef
@@ -64,6 +68,7 @@ type Runner struct {
 
 // NewRunner returns a runner.
 func NewRunner(cfg Config) *Runner {
+	ceil := cfg.Budgets
 	cfg.Budgets = cfg.Budgets.withDefaults()
 	cfg.ToolOutputLimit = cmp.Or(cfg.ToolOutputLimit, 4096)
 	cfg.TopLines = cmp.Or(cfg.TopLines, 20)
@@ -82,7 +87,7 @@ func NewRunner(cfg Config) *Runner {
 	for _, t := range cfg.Tools {
 		tools[t.Name] = t
 	}
-	return &Runner{cfg: cfg, client: newRetrying(cfg.Client, cfg.Retry), tools: tools, defs: toolDefs(tools)}
+	return &Runner{cfg: cfg, ceil: ceil, client: newRetrying(cfg.Client, cfg.Retry), tools: tools, defs: toolDefs(tools)}
 }
 
 const systemPrompt = `You are flightdeck's operations agent. You help a team understand and operate its deploys.
@@ -126,7 +131,7 @@ func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		goal := rn.redact(t.Prompt)
-		rn.st = &State{Goal: goal, Budgets: taskBudgets(t, r.cfg.Budgets), Messages: []Message{{Role: "user", Content: goal}}}
+		rn.st = &State{Goal: goal, Budgets: taskBudgets(t, r.cfg.Budgets, r.ceil), Messages: []Message{{Role: "user", Content: goal}}}
 	case err != nil:
 		return rn.interrupted(err)
 	default:
@@ -142,28 +147,32 @@ func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
 }
 
 // taskBudgets are the server's budgets with the submission's own (kept in
-// the task's params as {"budgets":{…}}, validated at submission) on top.
-func taskBudgets(t *task.Task, def Budgets) Budgets {
+// the task's params as {"budgets":{…}}, validated at submission) on top,
+// each at most its ceiling (zero: none). Submission refuses budgets over
+// the ceiling; this worker's ceiling still holds for tasks accepted by a
+// server configured otherwise, or before the ceiling was lowered.
+func taskBudgets(t *task.Task, def, ceil Budgets) Budgets {
 	var p struct {
 		Budgets Budgets `json:"budgets"`
 	}
 	if json.Unmarshal(t.Params, &p) != nil {
 		return def
 	}
-	b := def
-	if p.Budgets.MaxIterations > 0 {
-		b.MaxIterations = p.Budgets.MaxIterations
+	pick := func(def, own, ceil int) int {
+		switch {
+		case own <= 0:
+			return def
+		case ceil > 0 && own > ceil:
+			return ceil
+		}
+		return own
 	}
-	if p.Budgets.MaxTokens > 0 {
-		b.MaxTokens = p.Budgets.MaxTokens
+	return Budgets{
+		MaxIterations:    pick(def.MaxIterations, p.Budgets.MaxIterations, ceil.MaxIterations),
+		MaxTokens:        pick(def.MaxTokens, p.Budgets.MaxTokens, ceil.MaxTokens),
+		MaxToolCalls:     pick(def.MaxToolCalls, p.Budgets.MaxToolCalls, ceil.MaxToolCalls),
+		WallClockSeconds: pick(def.WallClockSeconds, p.Budgets.WallClockSeconds, ceil.WallClockSeconds),
 	}
-	if p.Budgets.MaxToolCalls > 0 {
-		b.MaxToolCalls = p.Budgets.MaxToolCalls
-	}
-	if p.Budgets.WallClockSeconds > 0 {
-		b.WallClockSeconds = p.Budgets.WallClockSeconds
-	}
-	return b
 }
 
 func derefOr(s *string, def string) string {
