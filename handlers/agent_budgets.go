@@ -1,6 +1,11 @@
 package handlers
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+
+	"flightdeck/internal/config"
+)
 
 // agentBudgets are an agent submission's own budgets (each optional; the
 // server's defaults fill the rest). They are kept in the task's params.
@@ -11,19 +16,31 @@ type agentBudgets struct {
 	WallClockSeconds *int `json:"wall_clock_seconds"`
 }
 
-func (b *agentBudgets) validate() (json.RawMessage, error) {
+// validate checks each budget against its ceiling: the server's value
+// (FLIGHTDECK_AGENT_MAX_*) when the operator set one, else a fixed cap.
+// Asking for more is refused rather than clamped, so nobody is surprised
+// by a task that stops earlier than they asked.
+func (b *agentBudgets) validate(server config.AgentConfig) (json.RawMessage, error) {
 	out := map[string]int{}
 	for _, f := range []struct {
-		name string
-		v    *int
-		max  int
-	}{{"max_iterations", b.MaxIterations, 100}, {"max_tokens", b.MaxTokens, 2_000_000},
-		{"max_tool_calls", b.MaxToolCalls, 500}, {"wall_clock_seconds", b.WallClockSeconds, 3600}} {
+		name         string
+		v            *int
+		ceiling, cap int
+	}{
+		{"max_iterations", b.MaxIterations, server.MaxIterations, 100},
+		{"max_tokens", b.MaxTokens, server.MaxTokens, 2_000_000},
+		{"max_tool_calls", b.MaxToolCalls, server.MaxToolCalls, 500},
+		{"wall_clock_seconds", b.WallClockSeconds, int(server.MaxWall / time.Second), 3600},
+	} {
 		if f.v == nil {
 			continue
 		}
-		if *f.v < 1 || *f.v > f.max {
-			return nil, errInvalid("budgets."+f.name, "budgets.%s must be between 1 and %d", f.name, f.max)
+		limit, whose := f.cap, ""
+		if f.ceiling > 0 {
+			limit, whose = f.ceiling, " (this server's limit)"
+		}
+		if *f.v < 1 || *f.v > limit {
+			return nil, errInvalid("budgets."+f.name, "budgets.%s must be between 1 and %d%s", f.name, limit, whose)
 		}
 		out[f.name] = *f.v
 	}

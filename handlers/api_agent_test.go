@@ -221,6 +221,45 @@ func TestAgentBudgetsPerTask(t *testing.T) {
 	require.Equal(t, map[string]any{"step": 2.0, "total_step": 2.0, "percent": 100.0}, r.body["progress"])
 }
 
+func TestAgentBudgetsServerCeiling(t *testing.T) {
+	t.Parallel()
+	// No worker: only what submission accepts matters here.
+	b := setupWith(t, func(c *config.Config) {
+		c.OpenAIBaseURL = "http://127.0.0.1:1/v1"
+		c.Agent.MaxIterations, c.Agent.MaxTokens, c.Agent.MaxToolCalls, c.Agent.MaxWall = 10, 5000, 20, time.Minute
+	})
+	for _, tc := range []struct {
+		budgets, field string
+		limit          int
+	}{
+		{`{"max_iterations":11}`, "budgets.max_iterations", 10},
+		{`{"max_tokens":5001}`, "budgets.max_tokens", 5000},
+		{`{"max_tool_calls":21}`, "budgets.max_tool_calls", 20},
+		{`{"wall_clock_seconds":61}`, "budgets.wall_clock_seconds", 60},
+	} {
+		r := b.api(t, http.MethodPost, "/api/v1/tasks", b.aliceToken, `{"kind":"agent","prompt":"x","budgets":`+tc.budgets+`}`, nil)
+		require.Equal(t, http.StatusUnprocessableEntity, r.status, tc.budgets)
+		code, field := errCode(r)
+		require.Equal(t, "invalid", code)
+		require.Equal(t, tc.field, field)
+		require.Contains(t, r.raw, fmt.Sprintf("between 1 and %d (this server's limit)", tc.limit))
+	}
+	r := b.api(t, http.MethodPost, "/api/v1/tasks", b.aliceToken,
+		`{"kind":"agent","prompt":"x","budgets":{"max_iterations":10,"max_tokens":5000,"max_tool_calls":20,"wall_clock_seconds":60}}`, nil)
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+	require.Equal(t, map[string]any{"budgets": map[string]any{"max_iterations": 10.0, "max_tokens": 5000.0, "max_tool_calls": 20.0,
+		"wall_clock_seconds": 60.0}}, r.body["params"], "asking exactly the ceiling is fine")
+
+	// A budget the server leaves unset keeps the fixed cap.
+	open := setupWith(t, func(c *config.Config) { c.OpenAIBaseURL = "http://127.0.0.1:1/v1"; c.Agent.MaxIterations = 10 })
+	r = open.api(t, http.MethodPost, "/api/v1/tasks", open.aliceToken, `{"kind":"agent","prompt":"x","budgets":{"max_tool_calls":500}}`, nil)
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+	r = open.api(t, http.MethodPost, "/api/v1/tasks", open.aliceToken, `{"kind":"agent","prompt":"x","budgets":{"max_tool_calls":501}}`, nil)
+	require.Equal(t, http.StatusUnprocessableEntity, r.status)
+	require.Contains(t, r.raw, "between 1 and 500")
+	require.NotContains(t, r.raw, "server's limit")
+}
+
 func TestAgentPages(t *testing.T) {
 	t.Parallel()
 

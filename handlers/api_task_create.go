@@ -137,7 +137,7 @@ func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest
 		}
 		p.Kind, p.Prompt = task.KindAgent, req.Prompt
 		if req.Budgets != nil {
-			params, err := req.Budgets.validate()
+			params, err := req.Budgets.validate(h.cfg.Agent)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,10 @@ import (
 // AgentConfig tunes agent tasks: the budgets every task gets unless its
 // submission sets its own, and how the LLM client retries and breaks its
 // circuit. Zero values mean the defaults of workflow/agent, named below.
+// A budget set here is also a ceiling: a submission asking for more is
+// refused (422), and workers never give a task more. Left unset, a
+// submission may ask up to fixed caps (100 iterations, 2000000 tokens,
+// 500 tool calls, 1h).
 type AgentConfig struct {
 	// MaxIterations is the model calls per task
 	// (FLIGHTDECK_AGENT_MAX_ITERATIONS, 1..1000, default 20).

@@ -91,6 +91,69 @@ func TestAgentHumans(t *testing.T) {
 		require.Subset(t, types(b.events(t, tk.ID), "approval."), []string{"approval.requested", "approval.decided"})
 	})
 
+	t.Run("StartDeployMasksSecretParamsButDeploysThem", func(t *testing.T) {
+		t.Parallel()
+		const secret = "s3cr3t-Hunter-42"
+		b := setup(t, &setupOpts{pipelines: rollbackPipelines()})
+		args := map[string]any{"pipeline": "image-deploy", "params": map[string]any{"service": "api", "image_tag": "a1", "db_password": secret}}
+		b.llm.Push(
+			llmtest.Reply{Content: "Deploying api a1 with password " + secret + ".", ToolCalls: []llmtest.Call{llmtest.ToolCall("c1", "start_deploy", args)}},
+			llmtest.Reply{Content: "Started api a1; the password was " + secret + "."},
+		)
+		tk := b.submit(t, "Deploy api a1")
+		b.wait(t, tk.ID, task.StateAwaitingApproval)
+		a := b.pendingApproval(t, tk.ID)
+		require.NotContains(t, string(a.Detail), secret)
+		var detail struct {
+			Arguments struct {
+				Params map[string]any `json:"params"`
+			} `json:"arguments"`
+			Plan struct {
+				Params map[string]any `json:"params"`
+			} `json:"plan"`
+		}
+		require.NoError(t, json.Unmarshal(a.Detail, &detail))
+		require.Equal(t, map[string]any{"service": "api", "image_tag": "a1", "db_password": "[REDACTED]"}, detail.Arguments.Params)
+		require.Equal(t, map[string]any{"service": "api", "image_tag": "a1", "region": "eu", "db_password": "[REDACTED]"}, detail.Plan.Params,
+			"the person sees the whole plan but the secret")
+
+		require.NoError(t, b.decide(t, tk.ID, a.ID, true, "creator", ""))
+		done := b.wait(t, tk.ID, task.StateCompleted)
+		require.NotContains(t, string(done.Result), secret)
+
+		deploys := b.deploys(t)
+		require.Len(t, deploys, 1)
+		require.JSONEq(t, `{"service":"api","image_tag":"a1","region":"eu","db_password":"`+secret+`"}`, string(deploys[0].Params),
+			"the approved deploy runs with the real value")
+
+		var toolCall bool
+		for _, e := range b.events(t, tk.ID) {
+			raw, err := json.Marshal(e)
+			require.NoError(t, err)
+			require.NotContains(t, string(raw), secret, "event %d (%s)", e.Seq, e.Type)
+			if e.Type == task.EventAgentToolCall {
+				toolCall = true
+				require.Contains(t, string(e.Data), "[REDACTED]")
+				require.Contains(t, e.Message, "[REDACTED]")
+			}
+		}
+		require.True(t, toolCall)
+		aps, err := b.st.ApprovalList(t.Context(), b.creator.TeamIDs(), tk.ID)
+		require.NoError(t, err)
+		for _, a := range aps {
+			require.NotContains(t, string(a.Detail), secret)
+		}
+		reqs := b.llm.Requests()
+		require.Len(t, reqs, 2)
+		for _, r := range reqs {
+			require.NotContains(t, r.Raw, secret)
+		}
+		out, ok := toolMessage(reqs[1], "c1")
+		require.True(t, ok)
+		require.Contains(t, out, deploys[0].ID)
+		require.Contains(t, out, "[REDACTED]")
+	})
+
 	t.Run("RejectedRollbackIsToldToTheModel", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, nil)

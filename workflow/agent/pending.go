@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -113,6 +115,9 @@ func leaseErr(err error) error {
 // the resolved plan) and parks the task; on resume it runs exactly the
 // approved plan, or tells the model the call was rejected.
 func (rn *run) mutating(tool *Tool, pc pendingCall, args map[string]any) (*queue.Outcome, error) {
+	// A resumed run learns the call's secrets again, to redact them from
+	// the tool's result and what the model says next.
+	rn.shownArgs(tool, pc.Arguments)
 	a, err := rn.j.Store().ApprovalLatest(rn.ctx, rn.j.Task.ID, pc.Seq)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
@@ -126,7 +131,16 @@ func (rn *run) mutating(tool *Tool, pc pendingCall, args map[string]any) (*queue
 			if err := json.Unmarshal(a.Detail, &detail); err != nil || len(detail.Plan) == 0 {
 				return nil, rn.finishCall(pc, "", fmt.Errorf("the approved call has no plan; nothing was run"), 0)
 			}
-			args["plan"] = detail.Plan // exactly what the person confirmed
+			// The person confirmed the plan with its secrets masked; the
+			// state kept the real one, which runs if it is that plan.
+			plan := detail.Plan
+			if len(pc.Plan) > 0 {
+				if !sameJSON(rn.shownPlan(tool, pc.Plan), detail.Plan) && !sameJSON(pc.Plan, detail.Plan) {
+					return nil, rn.finishCall(pc, "", fmt.Errorf("the approved plan is not the prepared one; nothing was run"), 0)
+				}
+				plan = pc.Plan
+			}
+			args["plan"] = plan // exactly what the person confirmed
 			start := time.Now()
 			out, err := tool.Run(context.WithoutCancel(rn.ctx), rn.envFor(pc), args)
 			return nil, rn.finishCall(pc, out, err, time.Since(start))
@@ -147,12 +161,14 @@ func (rn *run) mutating(tool *Tool, pc pendingCall, args map[string]any) (*queue
 		}
 		return nil, rn.finishCall(pc, "", err, 0)
 	}
+	// The state keeps the real plan (it runs once confirmed); the
+	// approval, which people, events and sockets see, a masked one.
 	rn.st.Loop.Pending[0].Plan = plan
 	if err := rn.save(); err != nil {
 		return nil, err
 	}
-	detail, _ := json.Marshal(map[string]any{"tool": pc.Name, "arguments": json.RawMessage(validJSONOr(pc.Arguments)),
-		"call_id": pc.ID, "plan": plan})
+	detail, _ := json.Marshal(map[string]any{"tool": pc.Name, "arguments": json.RawMessage(validJSONOr(rn.shownArgs(tool, pc.Arguments))),
+		"call_id": pc.ID, "plan": rn.shownPlan(tool, plan)})
 	stateData, _ := json.Marshal(map[string]any{"state": task.StateAwaitingApproval})
 	_, err = rn.j.Store().ApprovalPark(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), store.ApprovalParkParams{
 		Kind:  "tool_call",
@@ -234,4 +250,65 @@ func (rn *run) storeOutput(pc pendingCall, out string) (string, task.Event, erro
 	ev := rn.event(task.EventArtifactCreated, task.StatusLog, pc.Name, "Stored output of "+pc.Name+" as "+meta.Name,
 		map[string]any{"artifact_id": meta.ID, "name": meta.Name, "bytes": meta.Bytes})
 	return ref, ev, nil
+}
+
+// shownArgs is a call's arguments as people and the model see them: with
+// the tool's Mask, secret values replaced (and registered for redaction).
+// Arguments of such a tool that are not a JSON object are not shown.
+func (rn *run) shownArgs(tool *Tool, raw string) string {
+	if tool == nil || tool.Mask == nil {
+		return raw
+	}
+	v, ok := decodeObject([]byte(raw))
+	if !ok {
+		return "{}"
+	}
+	if !rn.mask(tool, v) {
+		return raw
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// shownPlan is a mutating call's plan as a person confirms it: secrets
+// masked.
+func (rn *run) shownPlan(tool *Tool, plan json.RawMessage) json.RawMessage {
+	if tool.Mask == nil {
+		return plan
+	}
+	v, ok := decodeObject(plan)
+	if !ok || !rn.mask(tool, v) {
+		return plan
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func (rn *run) mask(tool *Tool, v map[string]any) bool {
+	secrets, masked := tool.Mask(rn.env, v)
+	for _, s := range secrets {
+		rn.addSecret(s)
+	}
+	return masked
+}
+
+// decodeObject decodes a JSON object, numbers kept as written.
+func decodeObject(raw []byte) (map[string]any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v map[string]any
+	if dec.Decode(&v) != nil || v == nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// sameJSON says whether a and b are the same JSON value (jsonb read back
+// from the database orders keys its own way).
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }

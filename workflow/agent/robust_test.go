@@ -2,6 +2,8 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flightdeck/internal/llmtest"
+	"flightdeck/store"
 	"flightdeck/workflow/agent"
 	"flightdeck/workflow/task"
 )
@@ -31,6 +34,28 @@ func TestAgentRobustness(t *testing.T) {
 		require.Len(t, b.llm.Requests(), 3)
 		require.EqualValues(t, 3, n.Load())
 		require.Contains(t, types(b.events(t, tk.ID), "agent."), "agent.error")
+	})
+
+	t.Run("TaskBudgetsStopAtTheServersCeiling", func(t *testing.T) {
+		t.Parallel()
+		var n atomic.Int32
+		b := setup(t, &setupOpts{budgets: agent.Budgets{MaxIterations: 2}, tools: []*agent.Tool{counter("probe", &n, nil)}})
+		b.llm.Fallback(func(llmtest.Request) llmtest.Reply {
+			return llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "probe", Args: `{}`}}}
+		})
+		for _, tc := range []struct {
+			own, want int
+		}{{5, 2}, {1, 1}} {
+			tk, _, err := b.st.TaskInsert(t.Context(), store.TaskInsertParams{TeamID: b.creator.Memberships[0].TeamID, CreatedByID: b.creator.ID,
+				Kind: task.KindAgent, Prompt: "loop", Priority: task.PriorityNormal, MaxAttempts: 5,
+				Params: json.RawMessage(fmt.Sprintf(`{"budgets":{"max_iterations":%d,"max_tool_calls":1000}}`, tc.own))})
+			require.NoError(t, err)
+			done := b.wait(t, tk.ID, task.StateFailed)
+			require.Contains(t, *done.Error, fmt.Sprintf("iteration budget used up (%d model calls)", tc.want), "own budget %d", tc.own)
+			st := b.state(t, tk.ID)
+			require.Equal(t, tc.want, st.Budgets.MaxIterations)
+			require.Equal(t, 1000, st.Budgets.MaxToolCalls, "no ceiling configured: the task's own budget")
+		}
 	})
 
 	t.Run("TokenAndToolCallBudgets", func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,7 +36,10 @@ type Config struct {
 	Retry     RetryConfig
 	Catalog   *pipeline.Catalog
 	Artifacts *artifact.Store // large tool outputs
-	Budgets   Budgets
+	// Budgets every task gets; a task's own budgets (its submission's)
+	// replace them, but a budget set here (not zero) is also the most
+	// any task gets.
+	Budgets Budgets
 	// ToolOutputLimit: tool outputs above this many bytes are kept as an
 	// artifact and the model gets a reference (default 4096).
 	ToolOutputLimit int
@@ -56,6 +60,7 @@ type Config struct {
 // Runner is the queue handler for agent tasks.
 type Runner struct {
 	cfg    Config
+	ceil   Budgets // the configured budgets: zero ones have no ceiling
 	client *retryingClient
 	tools  map[string]*Tool
 	defs   []ToolDef
@@ -63,6 +68,7 @@ type Runner struct {
 
 // NewRunner returns a runner.
 func NewRunner(cfg Config) *Runner {
+	ceil := cfg.Budgets
 	cfg.Budgets = cfg.Budgets.withDefaults()
 	cfg.ToolOutputLimit = cmp.Or(cfg.ToolOutputLimit, 4096)
 	cfg.TopLines = cmp.Or(cfg.TopLines, 20)
@@ -81,7 +87,7 @@ func NewRunner(cfg Config) *Runner {
 	for _, t := range cfg.Tools {
 		tools[t.Name] = t
 	}
-	return &Runner{cfg: cfg, client: newRetrying(cfg.Client, cfg.Retry), tools: tools, defs: toolDefs(tools)}
+	return &Runner{cfg: cfg, ceil: ceil, client: newRetrying(cfg.Client, cfg.Retry), tools: tools, defs: toolDefs(tools)}
 }
 
 const systemPrompt = `You are flightdeck's operations agent. You help a team understand and operate its deploys.
@@ -125,7 +131,7 @@ func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		goal := rn.redact(t.Prompt)
-		rn.st = &State{Goal: goal, Budgets: taskBudgets(t, r.cfg.Budgets), Messages: []Message{{Role: "user", Content: goal}}}
+		rn.st = &State{Goal: goal, Budgets: taskBudgets(t, r.cfg.Budgets, r.ceil), Messages: []Message{{Role: "user", Content: goal}}}
 	case err != nil:
 		return rn.interrupted(err)
 	default:
@@ -141,28 +147,32 @@ func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
 }
 
 // taskBudgets are the server's budgets with the submission's own (kept in
-// the task's params as {"budgets":{…}}, validated at submission) on top.
-func taskBudgets(t *task.Task, def Budgets) Budgets {
+// the task's params as {"budgets":{…}}, validated at submission) on top,
+// each at most its ceiling (zero: none). Submission refuses budgets over
+// the ceiling; this worker's ceiling still holds for tasks accepted by a
+// server configured otherwise, or before the ceiling was lowered.
+func taskBudgets(t *task.Task, def, ceil Budgets) Budgets {
 	var p struct {
 		Budgets Budgets `json:"budgets"`
 	}
 	if json.Unmarshal(t.Params, &p) != nil {
 		return def
 	}
-	b := def
-	if p.Budgets.MaxIterations > 0 {
-		b.MaxIterations = p.Budgets.MaxIterations
+	pick := func(def, own, ceil int) int {
+		switch {
+		case own <= 0:
+			return def
+		case ceil > 0 && own > ceil:
+			return ceil
+		}
+		return own
 	}
-	if p.Budgets.MaxTokens > 0 {
-		b.MaxTokens = p.Budgets.MaxTokens
+	return Budgets{
+		MaxIterations:    pick(def.MaxIterations, p.Budgets.MaxIterations, ceil.MaxIterations),
+		MaxTokens:        pick(def.MaxTokens, p.Budgets.MaxTokens, ceil.MaxTokens),
+		MaxToolCalls:     pick(def.MaxToolCalls, p.Budgets.MaxToolCalls, ceil.MaxToolCalls),
+		WallClockSeconds: pick(def.WallClockSeconds, p.Budgets.WallClockSeconds, ceil.WallClockSeconds),
 	}
-	if p.Budgets.MaxToolCalls > 0 {
-		b.MaxToolCalls = p.Budgets.MaxToolCalls
-	}
-	if p.Budgets.WallClockSeconds > 0 {
-		b.WallClockSeconds = p.Budgets.WallClockSeconds
-	}
-	return b
 }
 
 func derefOr(s *string, def string) string {
@@ -175,7 +185,7 @@ func derefOr(s *string, def string) string {
 func (rn *run) addSecret(s string) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	if len(s) >= 4 {
+	if len(s) >= 4 && !slices.Contains(rn.secrets, s) {
 		rn.secrets = append(rn.secrets, s)
 	}
 }
@@ -316,11 +326,12 @@ func (rn *run) handleReply(m Message) (queue.Outcome, bool, error) {
 		if content == "" {
 			return rn.invalid(Message{Role: "assistant", Content: "(empty reply)"}, nil, "your reply was empty: call a tool or give your final answer as text")
 		}
-		rn.st.Messages = append(rn.st.Messages, Message{Role: "assistant", Content: m.Content})
+		answer := rn.redact(m.Content)
+		rn.st.Messages = append(rn.st.Messages, Message{Role: "assistant", Content: answer})
 		if err := rn.save(rn.event(task.EventAgentThinking, task.StatusThinking, "", content, nil)); err != nil {
 			return queue.Outcome{}, true, err
 		}
-		res, _ := json.Marshal(map[string]string{"text": m.Content})
+		res, _ := json.Marshal(map[string]string{"text": answer})
 		return queue.Outcome{State: task.StateCompleted, Result: res, Message: "Task completed"}, true, nil
 	}
 	assistant := Message{Role: "assistant", Content: m.Content}
@@ -333,8 +344,13 @@ func (rn *run) handleReply(m Message) (queue.Outcome, bool, error) {
 		if tc.ID == "" {
 			tc.ID = fmt.Sprintf("call_%d_%d", rn.st.Iteration, i)
 		}
-		assistant.ToolCalls = append(assistant.ToolCalls, tc)
 		tool, ok := rn.r.tools[tc.Name]
+		// The history (sent back to the model) and the events get the
+		// call with its secrets masked; the pending call keeps the real
+		// arguments.
+		shown := tc
+		shown.Arguments = rn.shownArgs(tool, tc.Arguments)
+		assistant.ToolCalls = append(assistant.ToolCalls, shown)
 		var err error
 		if !ok {
 			err = fmt.Errorf("unknown tool %q", clip(tc.Name, 100))
@@ -351,9 +367,12 @@ func (rn *run) handleReply(m Message) (queue.Outcome, bool, error) {
 		pending = append(pending, pendingCall{Seq: rn.st.Loop.NextSeq, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 		names = append(names, tc.Name)
 		events = append(events, rn.event(task.EventAgentToolCall, task.StatusToolCall, tc.Name,
-			fmt.Sprintf("Calling %s %s", tc.Name, clip(tc.Arguments, 500)),
-			map[string]any{"call_id": tc.ID, "arguments": json.RawMessage(validJSONOr(tc.Arguments)), "mutating": tool.Mutating}))
+			fmt.Sprintf("Calling %s %s", tc.Name, clip(shown.Arguments, 500)),
+			map[string]any{"call_id": tc.ID, "arguments": json.RawMessage(validJSONOr(shown.Arguments)), "mutating": tool.Mutating}))
 	}
+	// The calls' secrets are known now: the model's text loses them too.
+	content = rn.redact(content)
+	assistant.Content = rn.redact(assistant.Content)
 	thinking := content
 	if thinking == "" {
 		thinking = "Calling " + strings.Join(names, ", ")

@@ -40,6 +40,13 @@ type Tool struct {
 	Prepare func(ctx context.Context, env *Env, args map[string]any) (json.RawMessage, error)
 	// Run does the work. Mutating tools get Prepare's plan as args["plan"].
 	Run func(ctx context.Context, env *Env, args map[string]any) (string, error)
+	// Mask (tools whose arguments may carry secrets) replaces secret values
+	// in v, a call's decoded arguments or its plan, with [REDACTED] in
+	// place and returns the string values it replaced (registered for
+	// redaction) and whether it changed anything. What people and the
+	// model see of a call is masked; the task's own state keeps the real
+	// call, so an approved one runs with the real values.
+	Mask func(env *Env, v map[string]any) (secrets []string, masked bool)
 }
 
 // Env is what tools see: the agent task and the services to act with.

@@ -67,7 +67,7 @@ func builtinTools() []*Tool {
 				{Name: "params", Type: "object", Description: "the pipeline's parameters", Required: true},
 				{Name: "priority", Type: "string", Description: "default normal", Enum: []string{"hotfix", "high", "normal", "low"}},
 			},
-			Prepare: prepareDeploy, Run: runDeploy},
+			Prepare: prepareDeploy, Run: runDeploy, Mask: maskDeploy},
 		{Name: "rollback", Description: "Roll a deploy target back: redeploy the previous successful deploy of the same pipeline and target, " +
 			"where the target is a deploy's parameters minus its version parameter (version, image_tag, ref, …). Name the target with task_id " +
 			"(any deploy of it, e.g. the one that failed) or with target (and pipeline): the parameters that are not the version, defaults applying " +
@@ -80,7 +80,7 @@ func builtinTools() []*Tool {
 				{Name: "app", Type: "string", Description: "shorthand for target.app", Max: 100},
 				{Name: "env", Type: "string", Description: "shorthand for target.env", Max: 100},
 			},
-			Prepare: prepareRollback, Run: runDeploy},
+			Prepare: prepareRollback, Run: runDeploy, Mask: maskDeploy},
 		{Name: "cancel_task", Description: "Cancel a task of your team (completed steps are undone).",
 			Mutating: true,
 			Params:   []Param{{Name: "task_id", Type: "string", Description: "the task's id", Required: true, Max: 64}},
@@ -115,7 +115,7 @@ func (e *Env) taskView(t *task.Task) map[string]any {
 					e.AddSecret(s)
 				}
 				if _, ok := params[prm.Name]; ok {
-					params[prm.Name] = "[REDACTED]"
+					params[prm.Name] = redacted
 				}
 			}
 		}
@@ -312,6 +312,53 @@ type deployPlan struct {
 	RollbackFrom     string `json:"rollback_from,omitempty"`
 	RollbackFromTask string `json:"rollback_from_task,omitempty"`
 	RollbackTo       string `json:"rollback_to_task,omitempty"`
+}
+
+// redacted replaces a secret value wherever one would be shown.
+const redacted = "[REDACTED]"
+
+// maskDeploy masks the secret parameters of the named pipeline (default
+// web-service, as rollback's) in a deploy call's "params" and "target", or
+// in a plan's "params". A pipeline it does not know has no known secrets:
+// such a call fails in Prepare and never runs.
+func maskDeploy(e *Env, v map[string]any) ([]string, bool) {
+	name, _ := v["pipeline"].(string)
+	if name == "" {
+		name = "web-service"
+	}
+	p, ok := e.Catalog.Get(name)
+	if !ok {
+		return nil, false
+	}
+	var secrets []string
+	masked := false
+	for _, key := range []string{"params", "target"} {
+		m, ok := v[key].(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, prm := range p.Params {
+			val, ok := m[prm.Name]
+			if !ok || !prm.Secret || val == redacted {
+				continue
+			}
+			switch x := val.(type) {
+			case string:
+				secrets = append(secrets, x)
+			case []any:
+				for _, it := range x {
+					if s, ok := it.(string); ok {
+						secrets = append(secrets, s)
+					}
+				}
+			case []string:
+				secrets = append(secrets, x...)
+			}
+			m[prm.Name] = redacted
+			masked = true
+		}
+	}
+	return secrets, masked
 }
 
 func prepareDeploy(_ context.Context, e *Env, args map[string]any) (json.RawMessage, error) {

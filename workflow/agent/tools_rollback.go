@@ -282,7 +282,7 @@ func prepareRollback(ctx context.Context, e *Env, args map[string]any) (json.Raw
 	// A person confirms this plan: secrets stay out of it.
 	for _, prm := range p.Params {
 		if _, ok := plan.Params[prm.Name]; ok && prm.Secret {
-			plan.Params[prm.Name] = "[REDACTED]"
+			plan.Params[prm.Name] = redacted
 		}
 	}
 	return json.Marshal(plan)
