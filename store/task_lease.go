@@ -153,34 +153,39 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 	n := len(fs)
 	ids, tokens, states, errs := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
 	results, runAfter, bump := make([][]byte, n), make([]*time.Time, n), make([]bool, n)
+	// Per task: its events' count, completed steps and step total, and each
+	// event's place among them (its seq is the task's last_seq before plus
+	// that place): counted here rather than grouped and numbered in SQL.
+	nEvents, done, total := make([]int32, n), make([]int32, n), make([]int32, n)
 	var ev eventColumns
+	var rel []int32
 	var sc stepSaveColumns
 	for i, f := range fs {
 		ids[i], tokens[i], states[i], errs[i], runAfter[i], bump[i] = f.ID, f.Token, string(f.State), f.Error, f.RunAfter, f.BumpAttempt
 		if len(f.Result) > 0 {
 			results[i] = f.Result
 		}
-		for _, e := range f.Events {
+		for k, e := range f.Events {
 			ev.add(f.ID, e)
+			rel = append(rel, int32(k+1))
+			if e.Type == task.EventStepCompleted {
+				done[i]++
+			}
+			total[i] = max(total[i], int32(e.TotalStep))
 		}
+		nEvents[i] = int32(len(f.Events))
 		for _, st := range f.Steps {
 			sc.add(f.ID, st)
 		}
 	}
-	args := append([]any{ids, tokens, states, errs, results, runAfter,
-		ev.taskIDs, ev.types, ev.statuses, ev.steps, ev.totals, ev.names, ev.tools, ev.messages, ev.data, bump},
+	args := append([]any{ids, tokens, states, errs, results, runAfter, bump, nEvents, done, total,
+		ev.taskIDs, rel, ev.types, ev.statuses, ev.steps, ev.totals, ev.names, ev.tools, ev.messages, ev.data},
 		sc.args()...)
 	rows, err := s.pool.Query(ctx, `
 		WITH input AS (
-			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[], $16::bool[])
-				AS i(id, token, state, error, result, run_after, bump)
-		), evs AS (
-			SELECT * FROM unnest($7::uuid[], $8::text[], $9::text[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::jsonb[])
-				WITH ORDINALITY AS e(task_id, type, status, step, total_step, step_name, tool, message, data, ord)
-		), counts AS (
-			SELECT task_id, count(*) AS n,
-				count(*) FILTER (WHERE type = 'step.completed') AS done, max(total_step) AS total
-			FROM evs GROUP BY task_id
+			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[], $7::bool[],
+				$8::int[], $9::int[], $10::int[])
+				AS i(id, token, state, error, result, run_after, bump, n, done, total)
 		), upd AS (
 			UPDATE tasks t SET
 				state = i.state,
@@ -191,19 +196,20 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 				attempt = t.attempt + CASE WHEN i.bump THEN 1 ELSE 0 END,
 				finished_at = CASE WHEN i.state IN ('completed', 'failed', 'cancelled') THEN now() END,
 				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
-				last_seq = t.last_seq + COALESCE(c.n, 0),
-				progress_step = t.progress_step + COALESCE(c.done, 0),
-				progress_total = GREATEST(t.progress_total, COALESCE(c.total, 0))
-			FROM input i LEFT JOIN counts c ON c.task_id = i.id
+				last_seq = t.last_seq + i.n,
+				progress_step = t.progress_step + i.done,
+				progress_total = GREATEST(t.progress_total, i.total)
+			FROM input i
 			WHERE t.id = i.id AND t.lease_token = i.token
-			RETURNING t.id, t.state, t.last_seq, COALESCE(c.n, 0) AS n
+			RETURNING t.id, t.state, t.last_seq, i.n
 		), ins AS (
 			INSERT INTO task_events (task_id, seq, type, status, step, total_step, step_name, tool, message, data)
-			SELECT e.task_id, u.last_seq - u.n + row_number() OVER (PARTITION BY e.task_id ORDER BY e.ord),
-				e.type, e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data
-			FROM evs e JOIN upd u ON u.id = e.task_id
+			SELECT e.task_id, u.last_seq - u.n + e.rel, e.type, e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data
+			FROM unnest($11::uuid[], $12::int[], $13::text[], $14::text[], $15::int[], $16::int[], $17::text[], $18::text[], $19::text[], $20::jsonb[])
+				AS e(task_id, rel, type, status, step, total_step, step_name, tool, message, data)
+			JOIN upd u ON u.id = e.task_id
 		), steps AS (
-			`+upsertStepsSQL("upd", 17)+`
+			`+upsertStepsSQL("upd", 21)+`
 		)
 		SELECT id, state, last_seq FROM upd`, args...)
 	if err != nil {
