@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/store"
+	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/task"
 )
 
@@ -75,6 +76,17 @@ func (h *Handler) apiTaskCreate(c echo.Context) error {
 	return c.JSON(status, toTaskJSON(t))
 }
 
+// splitParams is a deploy's validated params as stored: the public ones
+// (secret values shown as "[REDACTED]") and the secret ones apart.
+func splitParams(pl *pipeline.Pipeline, params map[string]any) (public, secret json.RawMessage) {
+	pub, sec := pl.SplitSecrets(params)
+	public, _ = json.Marshal(pub)
+	if sec != nil {
+		secret, _ = json.Marshal(sec)
+	}
+	return public, secret
+}
+
 // validateTaskCreate checks the request and fills p. Errors name the field.
 func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest, p *store.TaskInsertParams) error {
 	prio, err := task.ParsePriority(req.Priority)
@@ -121,7 +133,7 @@ func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest
 			return errInvalid(ferr.Field, "%s %s", ferr.Field, ferr.Message)
 		}
 		p.Kind, p.Pipeline = task.KindDeploy, pl.Name
-		p.Params, _ = json.Marshal(params)
+		p.Params, p.SecretParams = splitParams(pl, params)
 	case task.KindAgent:
 		if !h.cfg.AgentsEnabled() {
 			return errInvalid("kind", "agent tasks need an LLM: set OPENAI_BASE_URL (for a local Ollama: http://localhost:11434/v1, with OPENAI_MODEL) or OPENAI_API_KEY on the server")

@@ -44,6 +44,12 @@ func setup(t *testing.T) *testBundle { return setupWith(t, nil) }
 
 func setupWith(t *testing.T, tune func(*config.Config)) *testBundle {
 	t.Helper()
+	return setupCatalog(t, tune, nil)
+}
+
+// setupCatalog is setupWith offering catalog's pipelines (nil: the built-in ones).
+func setupCatalog(t *testing.T, tune func(*config.Config), catalog *pipeline.Catalog) *testBundle {
+	t.Helper()
 	pool := dbtest.DB(t)
 	st := store.New(pool)
 	ctx := t.Context()
@@ -83,7 +89,7 @@ func setupWith(t *testing.T, tune func(*config.Config)) *testBundle {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the notifier did not connect")
 	}
-	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: logger, Hub: hub})
+	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: logger, Hub: hub, Pipelines: catalog})
 	b.srv = httptest.NewServer(e)
 	t.Cleanup(b.srv.Close)
 	return b

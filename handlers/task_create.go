@@ -74,8 +74,9 @@ func (h *Handler) taskCreate(c echo.Context) error {
 		fieldErrs[strings.TrimPrefix(ferr.Field, "params.")] = ferr.Message
 		return rerender(http.StatusUnprocessableEntity, "Some values need fixing.")
 	}
+	public, secret := splitParams(p, validated)
 	t, _, err := h.store.TaskInsert(c.Request().Context(), store.TaskInsertParams{
-		TeamID: team.TeamID, CreatedByID: u.ID, Kind: task.KindDeploy, Pipeline: p.Name, Params: mustJSON(validated),
+		TeamID: team.TeamID, CreatedByID: u.ID, Kind: task.KindDeploy, Pipeline: p.Name, Params: public, SecretParams: secret,
 		Priority: prio, MaxAttempts: 5, MaxPending: h.cfg.MaxPending,
 	})
 	if errors.Is(err, store.ErrQueueFull) {

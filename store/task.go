@@ -101,6 +101,26 @@ func (s *Store) TaskGetMany(ctx context.Context, teamIDs, ids []string) ([]*task
 	return out, nil
 }
 
+// TaskSecretParams returns the real values of a task's secret params
+// (tasks.secret_params), or nil when it has none (also a task stored before
+// they were kept apart, whose params still hold them). It is for workers
+// that must run with them, such as an agent's rollback repeating an earlier
+// deploy: never show what it returns. Another team's task is ErrNotFound.
+func (s *Store) TaskSecretParams(ctx context.Context, teamIDs []string, id string) (json.RawMessage, error) {
+	if !validUUID(id) {
+		return nil, ErrNotFound
+	}
+	var secret []byte
+	err := s.pool.QueryRow(ctx, `SELECT secret_params FROM tasks WHERE id = $1 AND team_id = ANY($2)`, id, teamIDs).Scan(&secret)
+	if err != nil {
+		return nil, fmt.Errorf("error reading secret params: %w", interpretError(err))
+	}
+	if len(secret) == 0 {
+		return nil, nil
+	}
+	return json.RawMessage(secret), nil
+}
+
 // TaskListParams filter TaskList. Empty fields do not filter.
 type TaskListParams struct {
 	TeamIDs   []string // required: the caller's teams

@@ -25,7 +25,8 @@ type TaskInsertParams struct {
 	CreatedByID     string
 	Kind            task.Kind
 	Pipeline        string
-	Params          json.RawMessage
+	Params          json.RawMessage // public params: secret ones' values replaced by "[REDACTED]"
+	SecretParams    json.RawMessage // the secret params' real values; nil for none
 	Prompt          string
 	Priority        task.Priority
 	MaxAttempts     int
@@ -50,6 +51,9 @@ type TaskInsertParams struct {
 // configurations) the statement runs on its own and a team's submissions
 // commit together.
 func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Task, created bool, err error) {
+	if err := checkObject("secret params", p.SecretParams); err != nil {
+		return nil, false, err
+	}
 	var id string
 	for try := 0; ; try++ {
 		var res insertResult
@@ -131,9 +135,9 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 				SELECT 1 FROM tasks WHERE team_id = $1 AND state = 'pending' LIMIT $13) x) < $13 AS ok
 		), ins AS (
 			INSERT INTO tasks (team_id, created_by, kind, pipeline, params, prompt, priority, max_attempts,
-				deadline_at, idempotency_key, request_hash, webhook, last_seq)
+				deadline_at, idempotency_key, request_hash, webhook, secret_params, last_seq)
 			SELECT $1, $2, $3, $4, $5, $6, $7, $8,
-				CASE WHEN $9 > 0 THEN now() + make_interval(secs => $9) END, NULLIF($10, ''), $11, $12, 1
+				CASE WHEN $9 > 0 THEN now() + make_interval(secs => $9) END, NULLIF($10, ''), $11, $12, $14, 1
 			WHERE NOT EXISTS (SELECT 1 FROM existing) AND (SELECT ok FROM room)
 			ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 			RETURNING id
@@ -143,7 +147,7 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 		)
 		SELECT (SELECT id FROM ins), (SELECT id FROM existing), (SELECT request_hash FROM existing), (SELECT ok FROM room)`,
 		p.TeamID, p.CreatedByID, string(p.Kind), p.Pipeline, []byte(params), p.Prompt, int16(p.Priority), maxAttempts,
-		p.DeadlineSeconds, p.IdempotencyKey, p.RequestHash, nullJSON(p.Webhook), p.MaxPending).Scan(&inserted, &existing, &res.existingHash, &res.room)
+		p.DeadlineSeconds, p.IdempotencyKey, p.RequestHash, nullJSON(p.Webhook), p.MaxPending, secretJSON(p.SecretParams)).Scan(&inserted, &existing, &res.existingHash, &res.room)
 	if err != nil {
 		return res, interpretError(err)
 	}
@@ -176,6 +180,29 @@ func (s *Store) TaskInsertMany(ctx context.Context, teamID, createdByID string, 
 	}
 	<-s.wake.wake(readyNote)
 	return nil
+}
+
+// checkObject refuses JSON that is not an object (nil is none): the claim
+// merges secret params into params with ||, which for anything but two
+// objects would not be a parameter map.
+func checkObject(what string, b json.RawMessage) error {
+	if len(b) == 0 {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("error inserting task: %s must be a JSON object: %w", what, err)
+	}
+	return nil
+}
+
+// secretJSON is the secret_params value: NULL for none (an empty object
+// included), so a task without secrets looks like one stored before them.
+func secretJSON(b json.RawMessage) any {
+	if s := string(bytes.TrimSpace(b)); s == "{}" || s == "null" {
+		return nil
+	}
+	return nullJSON(b)
 }
 
 func nullJSON(b json.RawMessage) any {

@@ -18,6 +18,11 @@ const claimableWhere = `lease_owner IS NULL AND state IN ('pending', 'compensati
 // an expiry from the database clock (invariant 2), and a task.state event.
 // SKIP LOCKED lets concurrent claimers pass each other without waiting and
 // without ever taking the same row.
+//
+// The claimed tasks' Params are the real ones: the public params with the
+// secret params (secret_params) merged over their "[REDACTED]" stand-ins.
+// Only the lease holder gets them this way; every other read (TaskGet,
+// TaskList, TaskGetMany) returns the public params.
 func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease time.Duration) ([]*task.Task, error) {
 	rows, err := s.pool.Query(ctx, `
 		WITH picked AS (
@@ -43,7 +48,7 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 				jsonb_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)
 			FROM claimed
 		)
-		SELECT t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params, t.prompt, t.priority, t.state,
+		SELECT t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority, t.state,
 			t.attempt, t.max_attempts, t.created_by, u.email, t.created_at, t.started_at, t.finished_at, t.deadline_at,
 			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, t.lease_token, p.first_run
 		FROM claimed t JOIN picked p ON p.id = t.id JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by

@@ -123,7 +123,10 @@ func TestAgentHumans(t *testing.T) {
 
 		deploys := b.deploys(t)
 		require.Len(t, deploys, 1)
-		require.JSONEq(t, `{"service":"api","image_tag":"a1","region":"eu","db_password":"`+secret+`"}`, string(deploys[0].Params),
+		require.JSONEq(t, `{"service":"api","image_tag":"a1","region":"eu","db_password":"[REDACTED]"}`, string(deploys[0].Params),
+			"the deploy shows that the secret was set, not what to")
+		b.wait(t, deploys[0].ID, task.StateCompleted)
+		require.JSONEq(t, `{"service":"api","image_tag":"a1","region":"eu","db_password":"`+secret+`"}`, b.ranWith(t, deploys[0].ID),
 			"the approved deploy runs with the real value")
 
 		var toolCall bool

@@ -89,12 +89,14 @@ func TestAgentRollback(t *testing.T) {
 		b.wait(t, tk.ID, task.StateCompleted)
 		deploys := b.deploys(t)
 		require.Len(t, deploys, 6)
-		require.JSONEq(t, `{"service":"api","image_tag":"a1","region":"eu","db_password":"pw-one-secret"}`, string(deploys[0].Params),
-			"the repeated deploy gets its secret back")
+		require.JSONEq(t, `{"service":"api","image_tag":"a1","region":"eu","db_password":"[REDACTED]"}`, string(deploys[0].Params),
+			"the repeated deploy shows its secret as set")
 		for _, r := range b.llm.Requests() {
 			require.NotContains(t, r.Raw, "pw-one-secret")
 		}
 		rolledBack := b.wait(t, deploys[0].ID, task.StateCompleted)
+		require.JSONEq(t, `{"service":"api","image_tag":"a1","region":"eu","db_password":"pw-one-secret"}`, b.ranWith(t, deploys[0].ID),
+			"the repeated deploy gets its secret back")
 
 		// Rolling the rollback back, named by a deploy of the target.
 		b.llm.Push(
@@ -106,6 +108,34 @@ func TestAgentRollback(t *testing.T) {
 		require.Equal(t, "a1", plan.RollbackFrom)
 		require.Equal(t, "a2", plan.Params["image_tag"])
 		require.Equal(t, h[4].ID, plan.RollbackTo, "the newest deploy of the previous version")
+	})
+
+	t.Run("DeployStoredBeforeSecretsWereKeptApart", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, &setupOpts{pipelines: rollbackPipelines()})
+		old := b.legacyDeploy(t, "image-deploy", map[string]any{"service": "api", "image_tag": "a1", "db_password": "pw-legacy-secret"})
+		b.wait(t, old.ID, task.StateCompleted)
+		b.history(t, "image-deploy", map[string]any{"service": "api", "image_tag": "a2", "db_password": "pw-new-secret"})
+		b.llm.Push(
+			llmtest.Reply{ToolCalls: []llmtest.Call{llmtest.ToolCall("c1", "rollback",
+				map[string]any{"pipeline": "image-deploy", "target": map[string]any{"service": "api"}})}},
+			llmtest.Reply{Content: "ok"},
+		)
+		tk := b.submit(t, "roll api back")
+		approvalID, plan := b.rollbackPlan(t, tk.ID)
+		require.Equal(t, map[string]any{"service": "api", "image_tag": "a1", "region": "eu", "db_password": "[REDACTED]"}, plan.Params)
+		require.Equal(t, old.ID, plan.RollbackTo)
+		require.NoError(t, b.decide(t, tk.ID, approvalID, true, "approver", ""))
+		b.wait(t, tk.ID, task.StateCompleted)
+		deploys := b.deploys(t)
+		require.Len(t, deploys, 3)
+		require.JSONEq(t, `{"service":"api","image_tag":"a1","region":"eu","db_password":"[REDACTED]"}`, string(deploys[0].Params))
+		b.wait(t, deploys[0].ID, task.StateCompleted)
+		require.JSONEq(t, `{"service":"api","image_tag":"a1","region":"eu","db_password":"pw-legacy-secret"}`, b.ranWith(t, deploys[0].ID),
+			"the old deploy's secret, read from its params")
+		for _, r := range b.llm.Requests() {
+			require.NotContains(t, r.Raw, "pw-legacy-secret")
+		}
 	})
 
 	t.Run("PipelineWithoutAVersionParameter", func(t *testing.T) {

@@ -36,6 +36,9 @@ type testBundle struct {
 	logger   *slog.Logger
 	// deployErr, if set, makes deploy tasks fail with this error.
 	deployErr string
+
+	mu  sync.Mutex
+	ran map[string]json.RawMessage // deploy task id: the params its worker got
 }
 
 // setupOpts tune setup.
@@ -83,6 +86,12 @@ func setup(t *testing.T, o *setupOpts) *testBundle {
 // that completes (or fails) deploys at once; stop ends it gracefully.
 func (b *testBundle) startPool(t *testing.T, r *agent.Runner) (stop func()) {
 	deploy := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		b.mu.Lock()
+		if b.ran == nil {
+			b.ran = map[string]json.RawMessage{}
+		}
+		b.ran[j.Task.ID] = j.Task.Params
+		b.mu.Unlock()
 		if b.deployErr != "" {
 			return queue.Outcome{State: task.StateFailed, Error: b.deployErr}
 		}
@@ -112,13 +121,44 @@ func (b *testBundle) submit(t *testing.T, prompt string) *task.Task {
 	return tk
 }
 
+// deploy submits a deploy as the API does: secret params stored apart.
 func (b *testBundle) deploy(t *testing.T, pipelineName string, params map[string]any) *task.Task {
 	t.Helper()
+	p, ok := b.cfg.Catalog.Get(pipelineName)
+	require.True(t, ok, "pipeline %s", pipelineName)
+	pub, sec := p.SplitSecrets(params)
+	raw, _ := json.Marshal(pub)
+	var secret json.RawMessage
+	if sec != nil {
+		secret, _ = json.Marshal(sec)
+	}
+	return b.insertDeploy(t, pipelineName, raw, secret)
+}
+
+// legacyDeploy submits a deploy as stored before secret params were kept
+// apart: all of them in params.
+func (b *testBundle) legacyDeploy(t *testing.T, pipelineName string, params map[string]any) *task.Task {
+	t.Helper()
 	raw, _ := json.Marshal(params)
+	return b.insertDeploy(t, pipelineName, raw, nil)
+}
+
+func (b *testBundle) insertDeploy(t *testing.T, pipelineName string, params, secret json.RawMessage) *task.Task {
+	t.Helper()
 	tk, _, err := b.st.TaskInsert(t.Context(), store.TaskInsertParams{TeamID: b.creator.Memberships[0].TeamID, CreatedByID: b.creator.ID,
-		Kind: task.KindDeploy, Pipeline: pipelineName, Params: raw, Priority: task.PriorityNormal, MaxAttempts: 5})
+		Kind: task.KindDeploy, Pipeline: pipelineName, Params: params, SecretParams: secret, Priority: task.PriorityNormal, MaxAttempts: 5})
 	require.NoError(t, err)
 	return tk
+}
+
+// ranWith is the params deploy task id's worker got (real secrets included).
+func (b *testBundle) ranWith(t *testing.T, id string) string {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	raw, ok := b.ran[id]
+	require.True(t, ok, "deploy %s never ran", id)
+	return string(raw)
 }
 
 func (b *testBundle) wait(t *testing.T, id string, want task.State) *task.Task {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"flightdeck/store"
+	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/task"
 )
 
@@ -111,7 +112,7 @@ func (e *Env) taskView(t *task.Task) map[string]any {
 	if p, ok := e.Catalog.Get(t.Pipeline); ok {
 		for _, prm := range p.Params {
 			if prm.Secret {
-				if s, ok := params[prm.Name].(string); ok && s != "" && e.AddSecret != nil {
+				if s, ok := params[prm.Name].(string); ok && s != "" && s != redacted && e.AddSecret != nil {
 					e.AddSecret(s)
 				}
 				if _, ok := params[prm.Name]; ok {
@@ -315,7 +316,7 @@ type deployPlan struct {
 }
 
 // redacted replaces a secret value wherever one would be shown.
-const redacted = "[REDACTED]"
+const redacted = pipeline.Redacted
 
 // maskDeploy masks the secret parameters of the named pipeline (default
 // web-service, as rollback's) in a deploy call's "params" and "target", or
@@ -396,11 +397,23 @@ func runDeploy(ctx context.Context, e *Env, args map[string]any) (string, error)
 			return "", err
 		}
 	}
+	p, ok := e.Catalog.Get(plan.Pipeline)
+	if !ok {
+		return "", fmt.Errorf("unknown pipeline %q", plan.Pipeline)
+	}
 	params, _ := json.Marshal(plan.Params)
 	sum := sha256.Sum256(append([]byte(plan.Pipeline+"\x00"), params...))
+	// Stored apart: the deploy's secret params reach only its worker.
+	pub, sec := p.SplitSecrets(plan.Params)
+	public, _ := json.Marshal(pub)
+	var secret json.RawMessage
+	if sec != nil {
+		secret, _ = json.Marshal(sec)
+	}
 	t, _, err := e.Store.TaskInsert(ctx, store.TaskInsertParams{
 		TeamID: e.Task.TeamID, CreatedByID: e.Task.CreatedByID, Kind: task.KindDeploy, Pipeline: plan.Pipeline,
-		Params: params, Priority: prio, MaxAttempts: 5, IdempotencyKey: e.CallKey, RequestHash: sum[:], MaxPending: e.MaxPending,
+		Params: public, SecretParams: secret, Priority: prio, MaxAttempts: 5, IdempotencyKey: e.CallKey, RequestHash: sum[:],
+		MaxPending: e.MaxPending,
 	})
 	if errors.Is(err, store.ErrQueueFull) {
 		return "", fmt.Errorf("the team's queue is full; try later")

@@ -270,22 +270,54 @@ func prepareRollback(ctx context.Context, e *Env, args map[string]any) (json.Raw
 	case previous == nil:
 		return nil, fmt.Errorf("every completed deploy of %s used the same parameters: nothing to roll back to", target)
 	}
-	raw, _ := json.Marshal(prevParams)
-	params, ferr := p.Validate(raw)
-	if ferr != nil {
-		return nil, fmt.Errorf("the previous deploy's params (task %s) are no longer valid for %s: %s", previous.ID, p.Name, ferr.Error())
+	params, err := rollbackParams(p, previous.ID, prevParams)
+	if err != nil {
+		return nil, err
 	}
 	plan := deployPlan{Pipeline: p.Name, Params: params, Priority: "high", RollbackFromTask: current.ID, RollbackTo: previous.ID}
 	if target.ver != "" {
 		plan.RollbackFrom = strings.Trim(canon(curParams[target.ver]), `"`)
 	}
-	// A person confirms this plan: secrets stay out of it.
+	return json.Marshal(plan)
+}
+
+// rollbackParams validates the params of the deploy a rollback repeats,
+// as read back (public: a secret one that was set is "[REDACTED]"), and
+// returns them with each secret parameter that will be set shown as
+// "[REDACTED]": a person confirms this plan, and restoreSecrets puts the
+// real values in when it runs. Secrets are not validated here, their
+// values being out of sight; the deploy's own run validates them.
+func rollbackParams(p *pipeline.Pipeline, id string, prev map[string]any) (map[string]any, error) {
+	shadow := &pipeline.Pipeline{Name: p.Name}
+	public := map[string]any{}
+	for k, v := range prev {
+		public[k] = v
+	}
+	var secret []pipeline.Param
 	for _, prm := range p.Params {
-		if _, ok := plan.Params[prm.Name]; ok && prm.Secret {
-			plan.Params[prm.Name] = redacted
+		if !prm.Secret {
+			// The copy keeps the parameter's compiled pattern.
+			shadow.Params = append(shadow.Params, prm)
+			continue
+		}
+		secret = append(secret, prm)
+		delete(public, prm.Name)
+	}
+	raw, _ := json.Marshal(public)
+	params, ferr := shadow.Validate(raw)
+	if ferr != nil {
+		return nil, fmt.Errorf("the previous deploy's params (task %s) are no longer valid for %s: %s", id, p.Name, ferr.Error())
+	}
+	for _, prm := range secret {
+		v, set := prev[prm.Name]
+		switch {
+		case set && v != nil, prm.Default != nil:
+			params[prm.Name] = redacted
+		case prm.Required:
+			return nil, fmt.Errorf("the previous deploy's params (task %s) are no longer valid for %s: params.%s is required", id, p.Name, prm.Name)
 		}
 	}
-	return json.Marshal(plan)
+	return params, nil
 }
 
 func hasParam(p *pipeline.Pipeline, name string) bool {
@@ -299,6 +331,8 @@ func hasParam(p *pipeline.Pipeline, name string) bool {
 
 // restoreSecrets puts the secret params of the deploy a rollback repeats
 // back into the plan (they are not shown to the person who confirms it).
+// They are read the way only a worker reads them (TaskSecretParams); a
+// deploy stored before secrets were kept apart still has them in params.
 func (e *Env) restoreSecrets(ctx context.Context, plan *deployPlan) error {
 	p, ok := e.Catalog.Get(plan.Pipeline)
 	if !ok {
@@ -313,16 +347,25 @@ func (e *Env) restoreSecrets(ctx context.Context, plan *deployPlan) error {
 	if len(secret) == 0 {
 		return nil
 	}
-	src, err := e.Store.TaskGet(ctx, e.teams(), plan.RollbackTo)
+	raw, err := e.Store.TaskSecretParams(ctx, e.teams(), plan.RollbackTo)
 	if err != nil {
 		return fmt.Errorf("error reading the deploy to repeat (%s): %w", plan.RollbackTo, err)
 	}
-	var params map[string]any
-	if err := json.Unmarshal(src.Params, &params); err != nil {
+	legacy := raw == nil
+	if legacy {
+		src, err := e.Store.TaskGet(ctx, e.teams(), plan.RollbackTo)
+		if err != nil {
+			return fmt.Errorf("error reading the deploy to repeat (%s): %w", plan.RollbackTo, err)
+		}
+		raw = src.Params
+	}
+	var values map[string]any
+	if err := json.Unmarshal(raw, &values); err != nil {
 		return fmt.Errorf("the deploy to repeat (%s) has unreadable params", plan.RollbackTo)
 	}
 	for _, name := range secret {
-		if v, ok := params[name]; ok {
+		v, ok := values[name]
+		if ok && v != nil && !(legacy && v == redacted) {
 			plan.Params[name] = v
 		} else {
 			delete(plan.Params, name)

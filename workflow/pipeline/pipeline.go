@@ -199,6 +199,40 @@ func (p *Pipeline) Validate(raw json.RawMessage) (map[string]any, *FieldError) {
 	return out, nil
 }
 
+// Redacted stands in for a secret value wherever one would be shown.
+const Redacted = "[REDACTED]"
+
+// Public returns params as people may see them: each secret parameter that
+// is set has the value Redacted, so it shows that it was set but not what
+// to. params is left as it is.
+func (p *Pipeline) Public(params map[string]any) map[string]any {
+	pub, _ := p.SplitSecrets(params)
+	return pub
+}
+
+// SplitSecrets splits validated params into the public ones (secret values
+// replaced by Redacted) and the secret ones' real values (nil when none is
+// set). A task stores them apart, so only the worker running it ever reads
+// the secrets; merging secret over public gives params back.
+func (p *Pipeline) SplitSecrets(params map[string]any) (public, secret map[string]any) {
+	public = make(map[string]any, len(params))
+	for k, v := range params {
+		public[k] = v
+	}
+	for _, prm := range p.Params {
+		v, ok := params[prm.Name]
+		if !prm.Secret || !ok {
+			continue
+		}
+		if secret == nil {
+			secret = map[string]any{}
+		}
+		secret[prm.Name] = v
+		public[prm.Name] = Redacted
+	}
+	return public, secret
+}
+
 // maxStringParam bounds a string parameter's length.
 const maxStringParam = 4096
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,4 +76,38 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSplitSecrets(t *testing.T) {
+	t.Parallel()
+	p := &Pipeline{Name: "s", Params: []Param{
+		{Name: "app", Type: "string"},
+		{Name: "password", Type: "string", Secret: true},
+		{Name: "pin", Type: "int", Secret: true},
+		{Name: "token", Type: "string", Secret: true},
+	}}
+	tests := []struct {
+		name           string
+		params         map[string]any
+		public, secret map[string]any
+	}{
+		{"NoSecretSet", map[string]any{"app": "shop"}, map[string]any{"app": "shop"}, nil},
+		{"SecretsMovedAndShownAsSet", map[string]any{"app": "shop", "password": "pw", "pin": int64(1234)},
+			map[string]any{"app": "shop", "password": Redacted, "pin": Redacted}, map[string]any{"password": "pw", "pin": int64(1234)}},
+		{"Empty", map[string]any{}, map[string]any{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			before := maps.Clone(tt.params)
+			public, secret := p.SplitSecrets(tt.params)
+			require.Equal(t, tt.public, public)
+			require.Equal(t, tt.secret, secret)
+			require.Equal(t, tt.public, p.Public(tt.params))
+			require.Equal(t, before, tt.params, "the input is left as it is")
+			merged := maps.Clone(public)
+			maps.Copy(merged, secret)
+			require.Equal(t, tt.params, merged, "secret over public gives params back")
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -34,6 +35,7 @@ type recorder struct {
 	fail    map[string]int      // action call → failures left (-1: always)
 	block   map[string]chan struct{}
 	started chan string
+	params  map[string]map[string]any // test.echo: step → the params it got
 }
 
 func newRecorder() *recorder {
@@ -69,6 +71,31 @@ func (r *recorder) action(verb string) action.Action {
 	})
 }
 
+// echo records the params its step got and logs each of them, secrets
+// included, as a careless script would.
+func (r *recorder) echo() action.Action {
+	return action.Func(func(ctx context.Context, in action.Input) (json.RawMessage, error) {
+		r.mu.Lock()
+		if r.params == nil {
+			r.params = map[string]map[string]any{}
+		}
+		r.params[in.Step] = in.Params
+		r.mu.Unlock()
+		for _, k := range slices.Sorted(maps.Keys(in.Params)) {
+			line := fmt.Sprintf("%s=%v", k, in.Params[k])
+			in.Log(line)
+			_, _ = fmt.Fprintln(in.Output, line)
+		}
+		return json.RawMessage(`{}`), nil
+	})
+}
+
+func (r *recorder) paramsOf(step string) map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.params[step]
+}
+
 func (r *recorder) done() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -94,7 +121,7 @@ func setup(t *testing.T, pipelines ...*pipeline.Pipeline) *testBundle {
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: 10 * time.Millisecond,
-		Actions: action.Registry{"test.do": rec.action("do"), "test.undo": rec.action("undo")}})
+		Actions: action.Registry{"test.do": rec.action("do"), "test.undo": rec.action("undo"), "test.echo": rec.echo()}})
 	n := event.NewNotifier(st, nil)
 	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
 		Workers: 4, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond, Logger: logger,

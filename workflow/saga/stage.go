@@ -71,7 +71,8 @@ func (rn *run) approvals(todo []pipeline.PlannedStep) (*queue.Outcome, error) {
 		case err != nil && !errors.Is(err, store.ErrNotFound):
 			return nil, err
 		}
-		detail, _ := json.Marshal(map[string]any{"action": ps.Step.Action, "params": rn.params})
+		// The approver sees the public params only: the run's are real.
+		detail, _ := json.Marshal(map[string]any{"action": ps.Step.Action, "params": rn.p.Public(rn.params)})
 		need = append(need, store.ApprovalStep{Idx: ps.Index, Name: ps.Name, Attempt: rn.j.Task.Attempt, Detail: detail})
 		roles = ap.Roles
 		timeout = max(timeout, ap.Timeout)
