@@ -19,6 +19,7 @@ var errCompensationFailed = errors.New("a compensation failed")
 // ends the task cancelled (cancel, rejection, expiry) or failed, or in
 // needs_attention when a compensation keeps failing: never success.
 func (rn *run) finishWithCompensation(cancelled bool, reason string) queue.Outcome {
+	reason = redact(reason, rn.secrets) // it quotes the failed step's error
 	if rn.j.Task.State != task.StateCompensating {
 		data := map[string]any{"state": task.StateCompensating, "reason": reason}
 		if err := rn.write(store.StepWrite{TaskState: task.StateCompensating, Events: []task.Event{

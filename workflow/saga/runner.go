@@ -124,14 +124,19 @@ func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
 	}
 
 	defer func() { rn.stopFlusher() }() // the flusher may start later
+	return rn.redactOutcome(rn.walk())
+}
 
+// walk runs the task's stages from where they stand to an outcome.
+func (rn *run) walk() queue.Outcome {
+	t := rn.j.Task
 	if err := rn.initSteps(); err != nil {
 		return rn.interruptedOutcome(err)
 	}
 	if t.State == task.StateCompensating {
 		return rn.finishWithCompensation(t.CancelRequested, derefOr(t.Error, "cancelled"))
 	}
-	for _, st := range stages {
+	for _, st := range rn.stages {
 		park, err := rn.stage(st)
 		if park != nil {
 			return *park
@@ -140,7 +145,7 @@ func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
 			if errors.Is(err, errInterrupted) {
 				return rn.interruptedOutcome(err)
 			}
-			cancelled := errors.Is(context.Cause(ctx), queue.ErrCancelRequested)
+			cancelled := errors.Is(context.Cause(rn.ctx), queue.ErrCancelRequested)
 			return rn.finishWithCompensation(cancelled, err.Error())
 		}
 	}
@@ -245,6 +250,7 @@ func (rn *run) startFlusher() {
 // A forward change to a step whose action has no side effect is held back
 // and written with the task's next write (deferrable).
 func (rn *run) write(w store.StepWrite) error {
+	rn.redactWrite(&w)
 	if rn.deferrable(w) {
 		for _, e := range w.Events {
 			rn.j.Emit(e)
@@ -269,6 +275,26 @@ func (rn *run) write(w store.StepWrite) error {
 		rn.j.Task.State = w.TaskState
 	}
 	return err
+}
+
+// redactWrite hides secret values in a step's error (action errors may
+// quote a URL or a command line); events are redacted as they are made
+// (event). Step outputs stay as the action gave them (compensations read
+// them; people see them only through the redacted result).
+func (rn *run) redactWrite(w *store.StepWrite) {
+	if w.Error != nil && len(rn.secrets) > 0 {
+		e := redact(*w.Error, rn.secrets)
+		w.Error = &e
+	}
+}
+
+// redactOutcome hides secret values in the task's error, final message and
+// result (the steps' outputs).
+func (rn *run) redactOutcome(out queue.Outcome) queue.Outcome {
+	out.Error = redact(out.Error, rn.secrets)
+	out.Message = redact(out.Message, rn.secrets)
+	out.Result = redactJSON(out.Result, rn.secrets)
+	return out
 }
 
 // deferrable: a forward change of a step whose action is effect-free (no
@@ -324,7 +350,9 @@ func (rn *run) event(ps pipeline.PlannedStep, typ task.EventType, status task.St
 	if data != nil {
 		raw, _ = json.Marshal(data)
 	}
-	return task.Event{Type: typ, Status: status, Step: ps.Index, TotalStep: rn.total, StepName: ps.Name, Tool: tool, Message: msg, Data: raw}
+	// Messages and data quote errors, which may quote secret values.
+	return task.Event{Type: typ, Status: status, Step: ps.Index, TotalStep: rn.total, StepName: ps.Name, Tool: tool,
+		Message: redact(msg, rn.secrets), Data: redactJSON(raw, rn.secrets)}
 }
 
 func (rn *run) row(idx int) store.StepRow {

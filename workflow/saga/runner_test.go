@@ -90,6 +90,19 @@ func (r *recorder) echo() action.Action {
 	})
 }
 
+// leak is an action that quotes its secret the way real ones do: in its
+// output, or (with with.fail) in its error, like an http step whose URL
+// carries credentials.
+func leak() action.Action {
+	return action.Func(func(ctx context.Context, in action.Input) (json.RawMessage, error) {
+		pw, _ := in.Params["pw"].(string)
+		if in.With["fail"] == true {
+			return nil, fmt.Errorf("GET https://deploy:%s@registry.test/v2/ failed: 401", pw)
+		}
+		return json.Marshal(map[string]string{"token": pw})
+	})
+}
+
 func (r *recorder) paramsOf(step string) map[string]any {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -121,7 +134,7 @@ func setup(t *testing.T, pipelines ...*pipeline.Pipeline) *testBundle {
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: 10 * time.Millisecond,
-		Actions: action.Registry{"test.do": rec.action("do"), "test.undo": rec.action("undo"), "test.echo": rec.echo()}})
+		Actions: action.Registry{"test.do": rec.action("do"), "test.undo": rec.action("undo"), "test.echo": rec.echo(), "test.leak": leak()}})
 	n := event.NewNotifier(st, nil)
 	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
 		Workers: 4, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond, Logger: logger,

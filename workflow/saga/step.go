@@ -230,6 +230,23 @@ func (l *lineLogger) close() {
 	}
 }
 
+// redactJSON is redact for a JSON document; should hiding a value break
+// the document (a secret cut through an escape sequence), the whole
+// document is withheld rather than shown or stored broken.
+func redactJSON(b json.RawMessage, secrets []string) json.RawMessage {
+	if len(b) == 0 || len(secrets) == 0 {
+		return b
+	}
+	r := redact(string(b), secrets)
+	if r == string(b) {
+		return b
+	}
+	if !json.Valid([]byte(r)) {
+		return json.RawMessage(`{"redacted":"[REDACTED]"}`)
+	}
+	return json.RawMessage(r)
+}
+
 // redact hides secret values in text that leaves the worker (events).
 func redact(s string, secrets []string) string {
 	for _, sec := range secrets {
