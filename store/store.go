@@ -39,6 +39,10 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 		cfg.ConnConfig.ConnectTimeout = 3 * time.Second
 	}
 	cfg.HealthCheckPeriod = 5 * time.Second
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		registerUUIDStrings(conn.TypeMap())
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("error opening database pool: %w", err)

@@ -307,3 +307,20 @@ func TestHeldBackSteps(t *testing.T) {
 	require.Equal(t, 100, got.Progress.Percent)
 	assertSeqs(t, st, u, tk.ID)
 }
+
+// TestUUIDStrings: ids held as strings travel as binary uuids, and one
+// that is no uuid is still refused by the server as before.
+func TestUUIDStrings(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	tk := testfactory.Task(t, st, u, nil)
+	var n int
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM tasks WHERE id = ANY($1::uuid[]) AND id = $2`,
+		[]string{tk.ID, "6ba7b810-9dad-11d1-80b4-00c04fd430c8"}, tk.ID).Scan(&n))
+	require.Equal(t, 1, n)
+	_, err := st.Pool().Exec(ctx, `SELECT count(*) FROM tasks WHERE id = $1`, "not-a-uuid")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "22P02", "invalid input syntax, from the server")
+}

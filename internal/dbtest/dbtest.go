@@ -87,7 +87,8 @@ func URL(t testing.TB) string {
 // DB returns a pool on a fresh migrated database for this test.
 func DB(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(t.Context(), URL(t))
+	// store.Open: the pool the server uses, with its type registrations.
+	pool, err := store.Open(t.Context(), URL(t), 0)
 	if err != nil {
 		t.Fatalf("error opening test pool: %v", err)
 	}
@@ -118,7 +119,7 @@ func Tx(t testing.TB) pgx.Tx {
 			sharedErr = err
 			return
 		}
-		sharedPool, sharedErr = pgxpool.New(context.Background(), withDatabase(t, base, name))
+		sharedPool, sharedErr = store.Open(context.Background(), withDatabase(t, base, name), 0)
 	})
 	if sharedErr != nil {
 		t.Fatalf("error preparing shared test database: %v", sharedErr)
