@@ -1,27 +1,43 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/task"
 )
 
 func (h *Handler) dashboardShow(c echo.Context) error {
-	p, err := h.loadDashboard(c.Request().Context(), userOf(c))
+	p, err := h.loadDashboard(c.Request().Context(), userOf(c).TeamIDs())
 	if err != nil {
 		return err
 	}
 	return h.render(c, http.StatusOK, "Dashboard", "dashboard", pages.Dashboard(p))
 }
 
-func (h *Handler) loadDashboard(ctx context.Context, u *auth.User) (pages.DashboardProps, error) {
-	counts, err := h.store.TaskQueueCounts(ctx, u.TeamIDs())
+// renderDashboardLive loads and renders the live section of teamIDs'
+// dashboard: what a dashboard socket is sent.
+func (h *Handler) renderDashboardLive(ctx context.Context, teamIDs []string) ([]byte, error) {
+	p, err := h.loadDashboard(ctx, teamIDs)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := pages.DashboardLive(p).Render(ctx, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// loadDashboard loads what the dashboard shows of teamIDs (and the workers,
+// which serve everybody).
+func (h *Handler) loadDashboard(ctx context.Context, teamIDs []string) (pages.DashboardProps, error) {
+	counts, err := h.store.TaskQueueCounts(ctx, teamIDs)
 	if err != nil {
 		return pages.DashboardProps{}, err
 	}
@@ -29,7 +45,7 @@ func (h *Handler) loadDashboard(ctx context.Context, u *auth.User) (pages.Dashbo
 	if err != nil {
 		return pages.DashboardProps{}, err
 	}
-	alerts, err := h.store.LocalAlertList(ctx, u.TeamIDs(), true, 50)
+	alerts, err := h.store.LocalAlertList(ctx, teamIDs, true, 50)
 	if err != nil {
 		return pages.DashboardProps{}, err
 	}
@@ -57,7 +73,7 @@ func (h *Handler) loadDashboard(ctx context.Context, u *auth.User) (pages.Dashbo
 	for _, w := range workers {
 		p.Workers = append(p.Workers, pages.WorkerRow{ID: w.ID, Host: w.Host, Slots: w.Slots, Busy: w.Busy, HeartbeatAge: now.Sub(w.HeartbeatAt)})
 	}
-	if err := h.loadDashboardHistory(ctx, u, now, &p); err != nil {
+	if err := h.loadDashboardHistory(ctx, teamIDs, now, &p); err != nil {
 		return pages.DashboardProps{}, err
 	}
 	return p, nil
@@ -73,8 +89,7 @@ const (
 // loadDashboardHistory fills the charts and tables of finished work: the
 // last hour minute by minute (every minute has its bar, empty or not),
 // run times per pipeline, and change-failure rate and time to restore.
-func (h *Handler) loadDashboardHistory(ctx context.Context, u *auth.User, now time.Time, p *pages.DashboardProps) error {
-	teams := u.TeamIDs()
+func (h *Handler) loadDashboardHistory(ctx context.Context, teams []string, now time.Time, p *pages.DashboardProps) error {
 	first := now.UTC().Truncate(time.Minute).Add(-throughputWindow + time.Minute)
 	minutes, err := h.store.TaskThroughput(ctx, teams, first)
 	if err != nil {

@@ -42,6 +42,7 @@ type Handler struct {
 	pipelines *pipeline.Catalog
 	hub       *event.Hub
 	teamFeed  *teamFeed
+	dashFeed  *dashboardFeed
 
 	webhookGuard *webhook.Guard
 }
@@ -75,6 +76,7 @@ func newHandler(d Deps) *Handler {
 		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
 	}
 	h.teamFeed = newTeamFeed(d.Store, hub, logger, reg)
+	h.dashFeed = newDashboardFeed(h, reg)
 	h.webhookGuard = d.WebhookGuard
 	if h.webhookGuard == nil {
 		var err error

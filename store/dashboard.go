@@ -53,3 +53,32 @@ func unfinishedStates() []string {
 	}
 	return out
 }
+
+// TaskTeamIDs returns the distinct teams of the tasks ids (malformed and
+// unknown ids are left out): the dashboard feed re-renders only the team
+// sets a batch of changes touches. One primary-key probe per id.
+func (s *Store) TaskTeamIDs(ctx context.Context, ids []string) ([]string, error) {
+	valid := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if validUUID(id) {
+			valid = append(valid, id)
+		}
+	}
+	if len(valid) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT team_id::text FROM tasks WHERE id = ANY($1::uuid[])`, valid)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, interpretError(err)
+		}
+		out = append(out, id)
+	}
+	return out, interpretError(rows.Err())
+}

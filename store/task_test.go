@@ -219,6 +219,27 @@ func TestTaskGetMany(t *testing.T) {
 	require.Empty(t, got)
 }
 
+func TestTaskTeamIDs(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	a := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	b := testfactory.User(t, st, "b@rival.test", "rival", auth.RoleDeployer)
+	a1 := testfactory.Task(t, st, a, nil)
+	a2 := testfactory.Task(t, st, a, nil)
+	b1 := testfactory.Task(t, st, b, nil)
+
+	got, err := st.TaskTeamIDs(ctx, []string{a1.ID, a2.ID, "not-a-uuid", "00000000-0000-0000-0000-000000000000"})
+	require.NoError(t, err)
+	require.Equal(t, a.TeamIDs(), got, "once each; unknown ids are left out")
+	got, err = st.TaskTeamIDs(ctx, []string{b1.ID, a1.ID})
+	require.NoError(t, err)
+	require.ElementsMatch(t, append(a.TeamIDs(), b.TeamIDs()...), got)
+	got, err = st.TaskTeamIDs(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
+
 // TestQueueBoundUnderConcurrency: 30 submissions at once against a bound of
 // 10 make exactly 10 tasks; the rest are told the queue is full.
 func TestQueueBoundUnderConcurrency(t *testing.T) {

@@ -28,6 +28,12 @@ const (
 	IdempotencyTTLDefault = 24 * time.Hour
 )
 
+// Live dashboard defaults (see Config.DashboardCoalesce).
+const (
+	DashboardCoalesceDefault = 500 * time.Millisecond
+	DashboardRefreshDefault  = 10 * time.Second
+)
+
 // Config is flightdeck's configuration.
 type Config struct {
 	DatabaseURL    string        // DATABASE_URL; "" means the embedded cluster under DataDir
@@ -52,6 +58,12 @@ type Config struct {
 	OpenAIBaseURL  string        // OPENAI_BASE_URL
 	OpenAIAPIKey   string        // OPENAI_API_KEY (sent as "dummy" when unset)
 	OpenAIModel    string        // OPENAI_MODEL
+	// DashboardCoalesce is how long the live dashboard gathers task changes
+	// before it re-renders (FLIGHTDECK_DASHBOARD_COALESCE, default 500ms);
+	// DashboardRefresh how often it re-renders anyway, for ages, heartbeats
+	// and alerts (FLIGHTDECK_DASHBOARD_REFRESH, default 10s).
+	DashboardCoalesce time.Duration
+	DashboardRefresh  time.Duration
 	// ArtifactMaxBytes caps one artifact (FLIGHTDECK_ARTIFACT_MAX_BYTES, default 64 MiB).
 	ArtifactMaxBytes int64
 	// SecretEnv names server environment variables whose values are secrets
@@ -158,6 +170,8 @@ func Load(getenv func(string) string) (Config, error) {
 		OpenAIModel:    getenv("OPENAI_MODEL"),
 		SecretEnv:      splitList(getenv("FLIGHTDECK_SECRET_ENV")),
 	}
+	c.DashboardCoalesce = dur("FLIGHTDECK_DASHBOARD_COALESCE", DashboardCoalesceDefault)
+	c.DashboardRefresh = dur("FLIGHTDECK_DASHBOARD_REFRESH", DashboardRefreshDefault)
 	c.ArtifactMaxBytes = int64(num("FLIGHTDECK_ARTIFACT_MAX_BYTES", 64<<20))
 	c.LocalMonitorInterval = dur("FLIGHTDECK_LOCAL_MONITOR_INTERVAL", 30*time.Second)
 	c.LocalMonitorTick = dur("FLIGHTDECK_LOCAL_MONITOR_TICK", time.Second)

@@ -18,6 +18,8 @@ func TestLoadDefaults(t *testing.T) {
 	require.Equal(t, MaxPendingDefault, c.MaxPending)
 	require.True(t, c.Migrate)
 	require.False(t, c.Dev)
+	require.Equal(t, DashboardCoalesceDefault, c.DashboardCoalesce)
+	require.Equal(t, DashboardRefreshDefault, c.DashboardRefresh)
 	require.Equal(t, "http://localhost:8080", c.PublicURL())
 }
 
@@ -27,6 +29,7 @@ func TestLoadValues(t *testing.T) {
 		"FLIGHTDECK_WORKERS": "3", "FLIGHTDECK_DEV": "1", "FLIGHTDECK_LEASE": "2s",
 		"FLIGHTDECK_ALLOWED_ORIGINS": "https://a.test, https://b.test", "FLIGHTDECK_ADDR": "127.0.0.1:9000",
 		"FLIGHTDECK_WEBHOOK_DELIVERY_RETENTION": "720h", "FLIGHTDECK_LOCAL_EFFECT_RETENTION": "48h", "FLIGHTDECK_CLEANUP_INTERVAL": "1m",
+		"FLIGHTDECK_DASHBOARD_COALESCE": "50ms", "FLIGHTDECK_DASHBOARD_REFRESH": "1m",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, 3, c.Workers)
@@ -37,6 +40,8 @@ func TestLoadValues(t *testing.T) {
 	require.Equal(t, 720*time.Hour, c.WebhookDeliveryRetention)
 	require.Equal(t, 48*time.Hour, c.LocalEffectRetention)
 	require.Equal(t, time.Minute, c.CleanupInterval)
+	require.Equal(t, 50*time.Millisecond, c.DashboardCoalesce)
+	require.Equal(t, time.Minute, c.DashboardRefresh)
 }
 
 func TestLoadInvalid(t *testing.T) {
