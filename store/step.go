@@ -124,19 +124,27 @@ type StepWrite struct {
 	Events    []task.Event
 }
 
-// StepWrite applies w under the task's lease token, with its events, in one
-// statement (so one round trip and one commit): a stale owner changes
-// nothing and gets ErrLeaseLost.
-func (s *Store) StepWrite(ctx context.Context, taskID, token string, w StepWrite) error {
-	var c eventColumns
-	done, total := 0, 0
-	for _, e := range w.Events {
-		c.add(taskID, e)
+// progressOf is what events add to a task's progress: the steps they
+// complete, and the step total they report.
+func progressOf(events []task.Event) (done, total int) {
+	for _, e := range events {
 		if e.Type == task.EventStepCompleted {
 			done++
 		}
 		total = max(total, e.TotalStep)
 	}
+	return done, total
+}
+
+// StepWrite applies w under the task's lease token, with its events, in one
+// statement (so one round trip and one commit): a stale owner changes
+// nothing and gets ErrLeaseLost.
+func (s *Store) StepWrite(ctx context.Context, taskID, token string, w StepWrite) error {
+	var c eventColumns
+	for _, e := range w.Events {
+		c.add(taskID, e)
+	}
+	done, total := progressOf(w.Events)
 	compensationEnd := w.State == "compensated" || w.State == "compensation_failed"
 	var fenced, lastSeq int
 	err := s.pool.QueryRow(ctx, `
@@ -259,14 +267,10 @@ func (s *Store) TaskFlush(ctx context.Context, taskID, token string, steps []Ste
 		return s.StepWrite(ctx, taskID, token, StepWrite{Events: events})
 	}
 	var ev eventColumns
-	done, total := 0, 0
 	for _, e := range events {
 		ev.add(taskID, e)
-		if e.Type == task.EventStepCompleted {
-			done++
-		}
-		total = max(total, e.TotalStep)
 	}
+	done, total := progressOf(events)
 	var sc stepSaveColumns
 	for _, st := range steps {
 		sc.add(taskID, st)

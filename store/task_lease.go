@@ -173,11 +173,9 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 		for k, e := range f.Events {
 			ev.add(f.ID, e)
 			rel = append(rel, int32(k+1))
-			if e.Type == task.EventStepCompleted {
-				done[i]++
-			}
-			total[i] = max(total[i], int32(e.TotalStep))
 		}
+		d, tot := progressOf(f.Events)
+		done[i], total[i] = int32(d), int32(tot)
 		nEvents[i] = int32(len(f.Events))
 		for _, st := range f.Steps {
 			sc.add(f.ID, st)
