@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
+	"time"
 
 	"flightdeck/workflow/task"
 )
@@ -32,28 +30,31 @@ func (s *Store) EventsAfter(ctx context.Context, taskID string, afterSeq, limit 
 	if limit <= 0 {
 		limit = 1000
 	}
+	// Each batch holds at least one event, so limit batches hold enough.
 	rows, err := s.pool.Query(ctx, `
-		SELECT task_id, seq, type, status, step, total_step, step_name, tool, message, data, created_at
-		FROM task_events WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, taskID, afterSeq, limit)
+		SELECT first_seq, created_at, events FROM task_event_batches
+		WHERE task_id = $1 AND last_seq > $2 ORDER BY last_seq LIMIT $3`, taskID, afterSeq, limit)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	return scanEvents(rows)
-}
-
-func scanEvents(rows pgx.Rows) ([]task.Event, error) {
 	defer rows.Close()
 	var out []task.Event
 	for rows.Next() {
-		var e task.Event
-		var typ, status string
-		var data []byte
-		if err := rows.Scan(&e.TaskID, &e.Seq, &typ, &status, &e.Step, &e.TotalStep, &e.StepName, &e.Tool, &e.Message, &data, &e.Time); err != nil {
+		var first int
+		var at time.Time
+		var raw []byte
+		if err := rows.Scan(&first, &at, &raw); err != nil {
 			return nil, interpretError(err)
 		}
-		e.Type, e.Status, e.Data = task.EventType(typ), task.Status(status), json.RawMessage(data)
-		e.Time = e.Time.UTC()
-		out = append(out, e)
+		events, err := decodeEvents(taskID, first, at, raw)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range events {
+			if e.Seq > afterSeq && len(out) < limit {
+				out = append(out, e)
+			}
+		}
 	}
 	return out, interpretError(rows.Err())
 }

@@ -2,9 +2,10 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,6 +18,19 @@ type OutboxPos struct {
 	TxID   uint64
 	TaskID string
 	Seq    int
+}
+
+// after reports whether p comes after q in the outbox's order. Task ids
+// compare as PostgreSQL compares uuids: byte by byte, which for their
+// canonical lower-case text is the text order.
+func (p OutboxPos) after(q OutboxPos) bool {
+	if p.TxID != q.TxID {
+		return p.TxID > q.TxID
+	}
+	if p.TaskID != q.TaskID {
+		return p.TaskID > q.TaskID
+	}
+	return p.Seq > q.Seq
 }
 
 // OutboxEvent is an event read from the outbox with its task's team.
@@ -74,45 +88,50 @@ func (s *Store) OutboxRead(ctx context.Context, name string, types []string, lim
 	if cur.TxID, err = strconv.ParseUint(txid, 10, 64); err != nil {
 		return OutboxBatch{}, fmt.Errorf("error parsing outbox cursor: %w", err)
 	}
-	// The batch walks task_events_txid_task_id_seq_idx in order; only the
-	// rows of wanted types carry their payload columns.
+	// The read walks task_event_batches_txid_idx in order. Each batch holds
+	// at least one event, so limit batches hold enough; the first may hold
+	// events at or before the cursor (a read that stopped inside it).
 	rows, err := s.pool.Query(ctx, `
-		SELECT e.txid::text, e.task_id::text, e.seq, e.type,
-		       COALESCE(cardinality($5::text[]) = 0 OR e.type = ANY($5), true) AS wanted,
-		       e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data, e.created_at, t.team_id::text
-		FROM task_events e JOIN tasks t ON t.id = e.task_id
-		WHERE e.txid IS NOT NULL
-		  AND (e.txid, e.task_id, e.seq) > ($1::text::xid8, $2::uuid, $3)
-		  AND e.txid < pg_snapshot_xmin(pg_current_snapshot())
-		ORDER BY e.txid, e.task_id, e.seq
-		LIMIT $4`, strconv.FormatUint(cur.TxID, 10), cur.TaskID, cur.Seq, limit, types)
+		SELECT b.txid::text, b.task_id::text, b.first_seq, b.created_at, b.events, t.team_id::text
+		FROM task_event_batches b JOIN tasks t ON t.id = b.task_id
+		WHERE (b.txid, b.task_id, b.last_seq) > ($1::text::xid8, $2::uuid, $3)
+		  AND b.txid < pg_snapshot_xmin(pg_current_snapshot())
+		ORDER BY b.txid, b.task_id, b.last_seq
+		LIMIT $4`, strconv.FormatUint(cur.TxID, 10), cur.TaskID, cur.Seq, limit)
 	if err != nil {
 		return OutboxBatch{}, fmt.Errorf("error reading outbox: %w", interpretError(err))
 	}
 	defer rows.Close()
+	wanted := func(t task.EventType) bool { return len(types) == 0 || slices.Contains(types, string(t)) }
 	var out []OutboxEvent
 	next, scanned := cur, 0
 	for rows.Next() {
-		var e OutboxEvent
-		var typ, status, txt string
-		var wanted bool
-		var data []byte
-		if err := rows.Scan(&txt, &e.TaskID, &e.Seq, &typ, &wanted, &status, &e.Step, &e.TotalStep,
-			&e.StepName, &e.Tool, &e.Message, &data, &e.Time, &e.TeamID); err != nil {
+		var txt, taskID, teamID string
+		var first int
+		var at time.Time
+		var raw []byte
+		if err := rows.Scan(&txt, &taskID, &first, &at, &raw, &teamID); err != nil {
 			return OutboxBatch{}, interpretError(err)
 		}
-		if next.TxID, err = strconv.ParseUint(txt, 10, 64); err != nil {
+		txid, err := strconv.ParseUint(txt, 10, 64)
+		if err != nil {
 			return OutboxBatch{}, fmt.Errorf("error parsing txid: %w", err)
 		}
-		next.TaskID, next.Seq = e.TaskID, e.Seq
-		scanned++
-		if !wanted {
-			continue
+		events, err := decodeEvents(taskID, first, at, raw)
+		if err != nil {
+			return OutboxBatch{}, err
 		}
-		e.Type, e.Status, e.Data = task.EventType(typ), task.Status(status), json.RawMessage(data)
-		e.Time = e.Time.UTC()
-		e.Pos = next
-		out = append(out, e)
+		for _, e := range events {
+			pos := OutboxPos{TxID: txid, TaskID: taskID, Seq: e.Seq}
+			if scanned == limit || !pos.after(cur) {
+				continue
+			}
+			next = pos
+			scanned++
+			if wanted(e.Type) {
+				out = append(out, OutboxEvent{Event: e, TeamID: teamID, Pos: pos})
+			}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return OutboxBatch{}, interpretError(err)

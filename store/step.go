@@ -140,10 +140,6 @@ func progressOf(events []task.Event) (done, total int) {
 // statement (so one round trip and one commit): a stale owner changes
 // nothing and gets ErrLeaseLost.
 func (s *Store) StepWrite(ctx context.Context, taskID, token string, w StepWrite) error {
-	var c eventColumns
-	for _, e := range w.Events {
-		c.add(taskID, e)
-	}
 	done, total := progressOf(w.Events)
 	compensationEnd := w.State == "compensated" || w.State == "compensation_failed"
 	var fenced, lastSeq int
@@ -155,7 +151,7 @@ func (s *Store) StepWrite(ctx context.Context, taskID, token string, w StepWrite
 				progress_step = progress_step + $5,
 				progress_total = GREATEST(progress_total, $6)
 			WHERE id = $1 AND lease_token = $2
-			RETURNING id, last_seq
+			RETURNING id, last_seq, $4::int AS n, $15::jsonb AS events
 		), st AS (
 			UPDATE task_steps SET
 				state = $8,
@@ -169,15 +165,12 @@ func (s *Store) StepWrite(ctx context.Context, taskID, token string, w StepWrite
 			FROM t WHERE task_steps.task_id = t.id AND task_steps.idx = $7
 			RETURNING 1
 		), ev AS (
-			INSERT INTO task_events (task_id, seq, type, status, step, total_step, step_name, tool, message, data)
-			SELECT t.id, t.last_seq - $4 + e.ord, e.type, e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data
-			FROM t, unnest($15::text[], $16::text[], $17::int[], $18::int[], $19::text[], $20::text[], $21::text[], $22::jsonb[])
-				WITH ORDINALITY AS e(type, status, step, total_step, step_name, tool, message, data, ord)
+			`+insertBatchesSQL("t")+`
 		)
 		SELECT count(*), COALESCE(max(last_seq), 0) FROM t`,
 		taskID, token, string(w.TaskState), len(w.Events), done, total,
 		w.Idx, w.State, w.Start, w.StartCompensation, w.Finish, compensationEnd, nullJSON(w.Output), w.Error,
-		c.types, c.statuses, c.steps, c.totals, c.names, c.tools, c.messages, c.data).Scan(&fenced, &lastSeq)
+		eventsJSON(w.Events)).Scan(&fenced, &lastSeq)
 	if err != nil {
 		return interpretError(err)
 	}
@@ -266,17 +259,12 @@ func (s *Store) TaskFlush(ctx context.Context, taskID, token string, steps []Ste
 		}
 		return s.StepWrite(ctx, taskID, token, StepWrite{Events: events})
 	}
-	var ev eventColumns
-	for _, e := range events {
-		ev.add(taskID, e)
-	}
 	done, total := progressOf(events)
 	var sc stepSaveColumns
 	for _, st := range steps {
 		sc.add(taskID, st)
 	}
-	args := []any{taskID, token, len(events), done, total,
-		ev.types, ev.statuses, ev.steps, ev.totals, ev.names, ev.tools, ev.messages, ev.data}
+	args := []any{taskID, token, len(events), done, total, eventsJSON(events)}
 	args = append(args, sc.args()...)
 	var fenced, lastSeq int
 	err := s.pool.QueryRow(ctx, `
@@ -286,14 +274,11 @@ func (s *Store) TaskFlush(ctx context.Context, taskID, token string, steps []Ste
 				progress_step = progress_step + $4,
 				progress_total = GREATEST(progress_total, $5)
 			WHERE id = $1 AND lease_token = $2
-			RETURNING id, last_seq
+			RETURNING id, last_seq, $3::int AS n, $6::jsonb AS events
 		), st AS (
-			`+upsertStepsSQL("t", 14)+`
+			`+upsertStepsSQL("t", 7)+`
 		), ev AS (
-			INSERT INTO task_events (task_id, seq, type, status, step, total_step, step_name, tool, message, data)
-			SELECT t.id, t.last_seq - $3 + e.ord, e.type, e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data
-			FROM t, unnest($6::text[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[], $12::text[], $13::jsonb[])
-				WITH ORDINALITY AS e(type, status, step, total_step, step_name, tool, message, data, ord)
+			`+insertBatchesSQL("t")+`
 		)
 		SELECT count(*), COALESCE(max(last_seq), 0) FROM t`, args...).Scan(&fenced, &lastSeq)
 	if err != nil {

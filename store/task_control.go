@@ -122,16 +122,9 @@ func insertEvents(ctx context.Context, tx pgx.Tx, id string, first int, events [
 	if len(events) == 0 {
 		return nil
 	}
-	var c eventColumns
-	for _, e := range events {
-		c.add(id, e)
-	}
 	_, err := tx.Exec(ctx, `
-		INSERT INTO task_events (task_id, seq, type, status, step, total_step, step_name, tool, message, data)
-		SELECT task_id, $10 - 1 + ord, type, status, step, total_step, step_name, tool, message, data
-		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::jsonb[])
-			WITH ORDINALITY AS e(task_id, type, status, step, total_step, step_name, tool, message, data, ord)`,
-		c.taskIDs, c.types, c.statuses, c.steps, c.totals, c.names, c.tools, c.messages, c.data, first)
+		INSERT INTO task_event_batches (task_id, first_seq, last_seq, events) VALUES ($1, $2, $3, $4)`,
+		id, first, first+len(events)-1, eventsJSON(events))
 	if err != nil {
 		return interpretError(err)
 	}

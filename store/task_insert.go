@@ -113,6 +113,9 @@ func (s *Store) taskInsertLocked(ctx context.Context, p TaskInsertParams) (res i
 	return res, err
 }
 
+// submittedEvent is a new task's first event, in task_event_batches' form.
+const submittedEvent = `[{"type":"task.state","status":"log","message":"Task submitted","data":{"state":"pending"}}]`
+
 // taskInsertOnce is one statement: the earlier task with the same key, or
 // the new task and its first event when the team has fewer than
 // p.MaxPending pending tasks (0: no bound).
@@ -142,8 +145,8 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 			ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 			RETURNING id
 		), ev AS (
-			INSERT INTO task_events (task_id, seq, type, status, message, data)
-			SELECT id, 1, 'task.state', 'log', 'Task submitted', '{"state":"pending"}' FROM ins
+			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
+			SELECT id, 1, 1, '`+submittedEvent+`' FROM ins
 		)
 		SELECT (SELECT id FROM ins), (SELECT id FROM existing), (SELECT request_hash FROM existing), (SELECT ok FROM room)`,
 		p.TeamID, p.CreatedByID, string(p.Kind), p.Pipeline, []byte(params), p.Prompt, int16(p.Priority), maxAttempts,
@@ -170,8 +173,8 @@ func (s *Store) TaskInsertMany(ctx context.Context, teamID, createdByID string, 
 			SELECT $1, $2, $3, $4, 1 FROM generate_series(1, $5)
 			RETURNING id
 		), ev AS (
-			INSERT INTO task_events (task_id, seq, type, status, message, data)
-			SELECT id, 1, 'task.state', 'log', 'Task submitted', '{"state":"pending"}' FROM ins
+			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
+			SELECT id, 1, 1, '`+submittedEvent+`' FROM ins
 		)
 		SELECT count(*) FROM ins`,
 		teamID, createdByID, string(kind), pipeline, n)

@@ -43,9 +43,9 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			FROM picked WHERE t.id = picked.id
 			RETURNING t.*
 		), ev AS (
-			INSERT INTO task_events (task_id, seq, type, status, message, data)
-			SELECT id, last_seq, 'task.state', 'log', 'Picked up by a worker',
-				jsonb_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)
+			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
+			SELECT id, last_seq, last_seq, `+stateEventSQL(`'task.state'`, `'log'`, `'Picked up by a worker'`,
+		`jsonb_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)`)+`
 			FROM claimed
 		)
 		SELECT t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority, t.state,
@@ -150,7 +150,7 @@ type Finish struct {
 
 // TaskFinish applies many finishes in one statement and returns the ids it
 // applied; a finish whose lease was taken over is left out (the stale owner
-// writes nothing). Each event gets the task's next seq in order.
+// writes nothing). Each task's events get its next seqs, in order.
 func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, error) {
 	if len(fs) == 0 {
 		return nil, nil
@@ -158,22 +158,17 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 	n := len(fs)
 	ids, tokens, states, errs := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
 	results, runAfter, bump := make([][]byte, n), make([]*time.Time, n), make([]bool, n)
-	// Per task: its events' count, completed steps and step total, and each
-	// event's place among them (its seq is the task's last_seq before plus
-	// that place): counted here rather than grouped and numbered in SQL.
+	// Per task: its events' count, completed steps and step total (counted
+	// here rather than grouped in SQL), and the events as one stored batch.
 	nEvents, done, total := make([]int32, n), make([]int32, n), make([]int32, n)
-	var ev eventColumns
-	var rel []int32
+	events := make([][]byte, n)
 	var sc stepSaveColumns
 	for i, f := range fs {
 		ids[i], tokens[i], states[i], errs[i], runAfter[i], bump[i] = f.ID, f.Token, string(f.State), f.Error, f.RunAfter, f.BumpAttempt
 		if len(f.Result) > 0 {
 			results[i] = f.Result
 		}
-		for k, e := range f.Events {
-			ev.add(f.ID, e)
-			rel = append(rel, int32(k+1))
-		}
+		events[i] = eventsJSON(f.Events)
 		d, tot := progressOf(f.Events)
 		done[i], total[i] = int32(d), int32(tot)
 		nEvents[i] = int32(len(f.Events))
@@ -181,14 +176,12 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 			sc.add(f.ID, st)
 		}
 	}
-	args := append([]any{ids, tokens, states, errs, results, runAfter, bump, nEvents, done, total,
-		ev.taskIDs, rel, ev.types, ev.statuses, ev.steps, ev.totals, ev.names, ev.tools, ev.messages, ev.data},
-		sc.args()...)
+	args := append([]any{ids, tokens, states, errs, results, runAfter, bump, nEvents, done, total, events}, sc.args()...)
 	rows, err := s.pool.Query(ctx, `
 		WITH input AS (
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[], $7::bool[],
-				$8::int[], $9::int[], $10::int[])
-				AS i(id, token, state, error, result, run_after, bump, n, done, total)
+				$8::int[], $9::int[], $10::int[], $11::jsonb[])
+				AS i(id, token, state, error, result, run_after, bump, n, done, total, events)
 		), upd AS (
 			UPDATE tasks t SET
 				state = i.state,
@@ -204,15 +197,11 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 				progress_total = GREATEST(t.progress_total, i.total)
 			FROM input i
 			WHERE t.id = i.id AND t.lease_token = i.token
-			RETURNING t.id, t.state, t.last_seq, i.n
+			RETURNING t.id, t.state, t.last_seq, i.n, i.events
 		), ins AS (
-			INSERT INTO task_events (task_id, seq, type, status, step, total_step, step_name, tool, message, data)
-			SELECT e.task_id, u.last_seq - u.n + e.rel, e.type, e.status, e.step, e.total_step, e.step_name, e.tool, e.message, e.data
-			FROM unnest($11::uuid[], $12::int[], $13::text[], $14::text[], $15::int[], $16::int[], $17::text[], $18::text[], $19::text[], $20::jsonb[])
-				AS e(task_id, rel, type, status, step, total_step, step_name, tool, message, data)
-			JOIN upd u ON u.id = e.task_id
+			`+insertBatchesSQL("upd")+`
 		), steps AS (
-			`+upsertStepsSQL("upd", 21)+`
+			`+upsertStepsSQL("upd", 12)+`
 		)
 		SELECT id, state, last_seq FROM upd`, args...)
 	if err != nil {
@@ -268,16 +257,15 @@ func (s *Store) TaskRescue(ctx context.Context, limit int) (int, error) {
 				last_seq = t.last_seq + CASE WHEN t.state <> 'compensating' AND t.attempt >= t.max_attempts THEN 2 ELSE 1 END
 			FROM expired WHERE t.id = expired.id
 			RETURNING t.id, t.state, t.attempt, t.last_seq
-		), ev1 AS (
-			INSERT INTO task_events (task_id, seq, type, status, message, data)
-			SELECT id, CASE WHEN state = 'failed' THEN last_seq - 1 ELSE last_seq END, 'task.state', 'log',
-				'Worker lost; ' || CASE WHEN state = 'failed' THEN 'no attempts left' ELSE 'queued again' END,
-				jsonb_build_object('state', state, 'attempt', attempt)
+		), ev AS (
+			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
+			SELECT id, CASE WHEN state = 'failed' THEN last_seq - 1 ELSE last_seq END, last_seq,
+				`+stateEventSQL(`'task.state'`, `'log'`,
+		`'Worker lost; ' || CASE WHEN state = 'failed' THEN 'no attempts left' ELSE 'queued again' END`,
+		`jsonb_build_object('state', state, 'attempt', attempt)`)+` || CASE WHEN state = 'failed' THEN
+				`+stateEventSQL(`'task.failed'`, `'error'`, `'Task failed: worker lost too many times'`, `jsonb_build_object('state', state)`)+`
+				ELSE '[]' END
 			FROM upd
-		), ev2 AS (
-			INSERT INTO task_events (task_id, seq, type, status, message, data)
-			SELECT id, last_seq, 'task.failed', 'error', 'Task failed: worker lost too many times', jsonb_build_object('state', state)
-			FROM upd WHERE state = 'failed'
 		)
 		SELECT count(*),
 			CASE WHEN count(*) > 0 THEN pg_notify('task_ready', '') END,
@@ -297,27 +285,4 @@ func splitLeases(leases []Lease) (ids, tokens []string) {
 		ids[i], tokens[i] = l.ID, l.Token
 	}
 	return ids, tokens
-}
-
-// eventColumns turns events into the parallel arrays unnest wants.
-type eventColumns struct {
-	taskIDs, types, statuses, names, tools, messages []string
-	steps, totals                                    []int32
-	data                                             [][]byte
-}
-
-func (c *eventColumns) add(taskID string, e task.Event) {
-	c.taskIDs = append(c.taskIDs, taskID)
-	c.types = append(c.types, string(e.Type))
-	c.statuses = append(c.statuses, string(e.Status))
-	c.steps = append(c.steps, int32(e.Step))
-	c.totals = append(c.totals, int32(e.TotalStep))
-	c.names = append(c.names, e.StepName)
-	c.tools = append(c.tools, e.Tool)
-	c.messages = append(c.messages, e.Message)
-	data := []byte(e.Data)
-	if len(data) == 0 {
-		data = []byte(`{}`)
-	}
-	c.data = append(c.data, data)
 }

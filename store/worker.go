@@ -82,8 +82,10 @@ func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
 			FROM expired WHERE t.id = expired.id
 			RETURNING t.id, t.last_seq
 		), ev AS (
-			INSERT INTO task_events (task_id, seq, type, status, message, data)
-			SELECT id, last_seq, 'task.failed', 'error', 'Task failed: deadline passed before it started', '{"state":"failed"}' FROM upd
+			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
+			SELECT id, last_seq, last_seq,
+				'[{"type":"task.failed","status":"error","message":"Task failed: deadline passed before it started","data":{"state":"failed"}}]'
+			FROM upd
 		)
 		SELECT CASE WHEN count(*) > 0 THEN pg_notify('task_events', string_agg(id::text || ':' || last_seq, ',')) END FROM upd`)
 	if err != nil {

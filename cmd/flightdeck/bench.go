@@ -162,7 +162,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	elapsed := time.Since(start).Seconds()
 	var events int64
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM task_events`).Scan(&events); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(last_seq - first_seq + 1), 0) FROM task_event_batches`).Scan(&events); err != nil {
 		return err
 	}
 	env.logger.Info("Burn-down done", "seconds", elapsed, "tasks_per_second", float64(*tasks)/elapsed)
