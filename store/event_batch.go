@@ -30,8 +30,8 @@ type storedEvent struct {
 
 // appendEventsJSON appends events as the stored JSON array. It is written by
 // hand because it runs for every write on the queue's hot path; Data is
-// copied as is (it is JSON our own code marshalled, and PostgreSQL checks it
-// again as jsonb).
+// copied as is (it is JSON our own code marshalled, and PostgreSQL checks
+// the whole array's syntax as it stores it).
 func appendEventsJSON(b []byte, events []task.Event) []byte {
 	b = append(b, '[')
 	for i, e := range events {
@@ -154,9 +154,9 @@ func insertBatchesSQL(src string) string {
 			SELECT id, last_seq - n + 1, last_seq, events FROM ` + src + ` WHERE n > 0`
 }
 
-// stateEventSQL builds, in SQL, the stored array of one event the database
-// writes itself (a claim, a rescue, an expiry): type, status and message
-// are SQL expressions, data a jsonb expression.
+// stateEventSQL builds, in SQL, one stored event the database writes itself
+// (a claim, a rescue): type, status and message are SQL expressions, data a
+// json object expression. Callers wrap events in json_build_array.
 func stateEventSQL(typ, status, message, data string) string {
-	return `jsonb_build_array(jsonb_build_object('type', ` + typ + `, 'status', ` + status + `, 'message', ` + message + `, 'data', ` + data + `))`
+	return `json_build_object('type', ` + typ + `, 'status', ` + status + `, 'message', ` + message + `, 'data', ` + data + `)`
 }

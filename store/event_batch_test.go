@@ -12,6 +12,7 @@ import (
 	"flightdeck/internal/auth"
 	"flightdeck/internal/dbtest"
 	"flightdeck/internal/testfactory"
+	"flightdeck/store"
 	"flightdeck/workflow/task"
 )
 
@@ -114,4 +115,42 @@ func seqs(events []task.Event) []int {
 		out[i] = e.Seq
 	}
 	return out
+}
+
+// TestTaskDeleteTakesItsRows: without foreign keys from the event batches
+// and steps to tasks, deleting a team's tasks still deletes their rows.
+func TestTaskDeleteTakesItsRows(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "gone@acme.test", "gone", auth.RoleDeployer)
+	keep := testfactory.User(t, st, "kept@other.test", "other", auth.RoleDeployer)
+	tk := testfactory.Task(t, st, u, nil)
+	kept := testfactory.Task(t, st, keep, nil)
+	for range 2 {
+		claimed, err := st.TaskClaim(ctx, "w1", 1, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		require.NoError(t, st.TaskFlush(ctx, claimed[0].ID, claimed[0].LeaseToken,
+			[]store.StepSave{{Idx: 1, Name: "one", State: "completed"}},
+			[]task.Event{{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 1, TotalStep: 1}}))
+	}
+	count := func(id string) (events, steps int) {
+		require.NoError(t, st.Pool().QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM task_event_batches WHERE task_id = $1),
+			(SELECT count(*) FROM task_steps WHERE task_id = $1)`, id).Scan(&events, &steps))
+		return events, steps
+	}
+	ev, steps := count(tk.ID)
+	require.Equal(t, 3, ev)
+	require.Equal(t, 1, steps)
+
+	_, err := st.Pool().Exec(ctx, `DELETE FROM teams WHERE name = 'gone'`)
+	require.NoError(t, err)
+	ev, steps = count(tk.ID)
+	require.Zero(t, ev)
+	require.Zero(t, steps)
+	ev, steps = count(kept.ID)
+	require.Equal(t, 3, ev, "another team's rows stay")
+	require.Equal(t, 1, steps)
 }

@@ -44,8 +44,8 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			RETURNING t.*
 		), ev AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT id, last_seq, last_seq, `+stateEventSQL(`'task.state'`, `'log'`, `'Picked up by a worker'`,
-		`jsonb_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)`)+`
+			SELECT id, last_seq, last_seq, json_build_array(`+stateEventSQL(`'task.state'`, `'log'`, `'Picked up by a worker'`,
+		`json_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)`)+`)
 			FROM claimed
 		)
 		SELECT t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority, t.state,
@@ -180,7 +180,7 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 	rows, err := s.pool.Query(ctx, `
 		WITH input AS (
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[], $7::bool[],
-				$8::int[], $9::int[], $10::int[], $11::jsonb[])
+				$8::int[], $9::int[], $10::int[], $11::json[])
 				AS i(id, token, state, error, result, run_after, bump, n, done, total, events)
 		), upd AS (
 			UPDATE tasks t SET
@@ -236,6 +236,9 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 // the database): attempt + 1 and back to claimable, or failed once
 // max_attempts starts are used up. Expiry is judged by the database clock.
 func (s *Store) TaskRescue(ctx context.Context, limit int) (int, error) {
+	lost := stateEventSQL(`'task.state'`, `'log'`,
+		`'Worker lost; ' || CASE WHEN state = 'failed' THEN 'no attempts left' ELSE 'queued again' END`,
+		`json_build_object('state', state, 'attempt', attempt)`)
 	row := s.pool.QueryRow(ctx, `
 		WITH expired AS (
 			SELECT id FROM tasks
@@ -260,11 +263,9 @@ func (s *Store) TaskRescue(ctx context.Context, limit int) (int, error) {
 		), ev AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
 			SELECT id, CASE WHEN state = 'failed' THEN last_seq - 1 ELSE last_seq END, last_seq,
-				`+stateEventSQL(`'task.state'`, `'log'`,
-		`'Worker lost; ' || CASE WHEN state = 'failed' THEN 'no attempts left' ELSE 'queued again' END`,
-		`jsonb_build_object('state', state, 'attempt', attempt)`)+` || CASE WHEN state = 'failed' THEN
-				`+stateEventSQL(`'task.failed'`, `'error'`, `'Task failed: worker lost too many times'`, `jsonb_build_object('state', state)`)+`
-				ELSE '[]' END
+				CASE WHEN state = 'failed' THEN json_build_array(`+lost+`,
+					`+stateEventSQL(`'task.failed'`, `'error'`, `'Task failed: worker lost too many times'`, `json_build_object('state', state)`)+`)
+				ELSE json_build_array(`+lost+`) END
 			FROM upd
 		)
 		SELECT count(*),
