@@ -64,9 +64,11 @@ func (f Func) Run(ctx context.Context, in Input) (json.RawMessage, error) { retu
 type Registry map[string]Action
 
 // EffectFree is implemented by actions that change nothing outside
-// flightdeck, so running one again is harmless: the saga need not record
-// such a step before it runs, and writes its rows with the task's next
-// write instead (fewer round trips per task).
+// flightdeck and return at once, so running one again is harmless: the saga
+// need not record such a step before it runs, and writes its rows with the
+// task's next write instead (fewer round trips per task). A task of only
+// such steps runs inside the transaction that claims it, so an action that
+// may wait (on a network, a timer) must not declare itself effect-free.
 type EffectFree interface {
 	Action
 	EffectFree()

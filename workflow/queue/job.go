@@ -31,6 +31,22 @@ type Handler interface {
 	Run(ctx context.Context, j *Job) Outcome
 }
 
+// Inliner is a Handler that can tell, from a claimed task alone, that its
+// run will write nothing of its own before its outcome (no step row, event
+// or state change has to be stored first) and will not wait. The pool runs
+// such a task inside the transaction that claims it, with no lease, and
+// writes its outcome in the claim's own statement: one write of the task
+// row instead of two. A run that tries to write anyway (Job.Write, Flush)
+// is discarded and the task goes the leased way, so the check may be
+// optimistic as long as the handler's in-memory work can be repeated.
+type Inliner interface {
+	Inline(t *task.Task) bool
+}
+
+// ErrInlineWrite is what Job.Write and Job.Flush return in a run inside a
+// claim: the run is discarded and the task is leased and run again.
+var ErrInlineWrite = errors.New("a run inside its claim cannot write; running the task again under a lease")
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, j *Job) Outcome
 
@@ -70,6 +86,22 @@ type Job struct {
 	stopOnce  sync.Once
 	stop      chan struct{}
 	stopCause error
+
+	// inline: the run is inside the claim (Inliner); wrote: it tried to
+	// write, so it is discarded.
+	inline bool
+	wrote  bool
+}
+
+// refuseInline reports (and records) a write attempted inside a claim.
+func (j *Job) refuseInline() bool {
+	if !j.inline {
+		return false
+	}
+	j.mu.Lock()
+	j.wrote = true
+	j.mu.Unlock()
+	return true
 }
 
 // interrupt cancels the job's context with cause; shutdown and a lost lease
@@ -137,6 +169,9 @@ func (j *Job) saveStepLocked(s store.StepSave) {
 // reporting progress). A lost lease cancels the job with ErrLeaseLost and
 // returns it.
 func (j *Job) Flush(ctx context.Context) error {
+	if j.refuseInline() {
+		return ErrInlineWrite
+	}
 	j.flushMu.Lock()
 	defer j.flushMu.Unlock()
 	return j.flushLocked(ctx)
@@ -171,6 +206,9 @@ func (j *Job) flushLocked(ctx context.Context) error {
 // (they go back to the buffer when it fails for any reason but a lost
 // lease). Background flushes wait meanwhile, so seqs stay in causal order.
 func (j *Job) Write(ctx context.Context, write func(buffered []task.Event) error) error {
+	if j.refuseInline() {
+		return ErrInlineWrite
+	}
 	j.flushMu.Lock()
 	defer j.flushMu.Unlock()
 	j.mu.Lock()

@@ -55,7 +55,10 @@ type Pool struct {
 	mu      sync.Mutex
 	running map[string]*Job // held tasks: handler running, or outcome being written
 	active  int             // handlers running (the slots in use)
-	jobs    sync.WaitGroup
+	// reserved: slots held for claims in flight (their tasks may all need
+	// a slot once leased)
+	reserved int
+	jobs     sync.WaitGroup
 }
 
 // New returns a pool; Attach it to a Notifier, then Run it.
@@ -117,7 +120,13 @@ func (p *Pool) Busy() int {
 func (p *Pool) free() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return min(p.cfg.Workers-p.active, 2*p.cfg.Workers-len(p.running))
+	return p.freeLocked()
+}
+
+// freeLocked is free with p.mu held; slots reserved by a claim in flight
+// are not free.
+func (p *Pool) freeLocked() int {
+	return min(p.cfg.Workers-p.active, 2*p.cfg.Workers-len(p.running)) - p.reserved
 }
 
 // Run works until ctx ends, then stops gracefully: no new claims, running
@@ -140,8 +149,12 @@ func (p *Pool) Run(ctx context.Context) error {
 	loops.Go(func() { p.heartbeat(maint) })
 	loops.Go(func() { p.rescuer(maint) })
 
-	p.claimer(ctx, bg) // returns when ctx ends
-	close(p.jobc)      // idle job goroutines leave; busy ones after their task
+	var claimers sync.WaitGroup
+	for range claimLanes {
+		claimers.Go(func() { p.claimer(ctx, bg) })
+	}
+	claimers.Wait() // the claimers return when ctx ends
+	close(p.jobc)   // idle job goroutines leave; busy ones after their task
 
 	p.logger.Info("Worker pool stopping", "running", p.Busy(), "grace", p.cfg.Grace)
 	done := make(chan struct{})
@@ -167,28 +180,22 @@ func (p *Pool) Run(ctx context.Context) error {
 }
 
 // claimer claims work whenever there are free slots and a reason to look:
-// a NOTIFY, a finished task, or the poll tick (the source of truth).
+// a NOTIFY, a finished task, or the poll tick (the source of truth). Each
+// pool runs claimLanes claimers: a claim is two round trips with the
+// inline runs between them, and a second lane claims meanwhile.
 func (p *Pool) claimer(ctx, bg context.Context) {
 	tick := time.NewTicker(p.cfg.PollInterval)
 	defer tick.Stop()
 	for {
 		for {
-			free := p.free()
-			if free <= 0 {
-				break
-			}
-			n := min(free, p.cfg.ClaimBatch)
-			tasks, err := p.store.TaskClaim(ctx, p.cfg.ID, n, p.cfg.Lease)
+			n, got, err := p.claim(ctx, bg)
 			if err != nil {
 				if ctx.Err() == nil {
 					p.logger.Warn("Claim failed", "error", err)
 				}
 				break
 			}
-			for _, t := range tasks {
-				p.start(bg, t)
-			}
-			if len(tasks) < n {
+			if n == 0 || got < n {
 				break
 			}
 		}
@@ -214,16 +221,110 @@ func (p *Pool) claimer(ctx, bg context.Context) {
 // claimCoalesce is how long a busy claimer waits for more free slots.
 const claimCoalesce = 5 * time.Millisecond
 
-func (p *Pool) start(bg context.Context, t *task.Task) {
+// claimLanes is how many claimers a pool runs.
+const claimLanes = 2
+
+// claim makes one claim of up to n tasks (n: the free slots it reserved,
+// at most ClaimBatch) and returns n and how many it got. Tasks whose
+// handler can run them inside the claim (Inliner) are run and finished in
+// it; the others are leased and started.
+func (p *Pool) claim(ctx, bg context.Context) (n, got int, err error) {
+	p.mu.Lock()
+	// Each lane takes its share of a batch, so the lanes overlap instead of
+	// one reserving every free slot.
+	n = min(p.freeLocked(), (p.cfg.ClaimBatch+claimLanes-1)/claimLanes)
+	p.reserved += max(n, 0)
+	p.mu.Unlock()
+	if n <= 0 {
+		return 0, 0, nil
+	}
+	var leased []*task.Task
+	defer func() {
+		p.mu.Lock()
+		p.reserved -= n
+		jobs := make([]*Job, len(leased))
+		for i, t := range leased {
+			jobs[i] = p.holdLocked(bg, t)
+		}
+		p.mu.Unlock()
+		for _, j := range jobs {
+			p.dispatch(bg, j)
+		}
+	}()
+	c, err := p.store.TaskClaimOpen(ctx, n)
+	if err != nil || c == nil {
+		return n, 0, err
+	}
+	var done []store.Finish
+	var finished []*task.Task
+	var toLease []*task.Task
+	for _, t := range c.Tasks {
+		if f, ok := p.runInline(bg, t); ok {
+			done = append(done, f)
+			finished = append(finished, t)
+		} else {
+			toLease = append(toLease, t)
+		}
+	}
+	// The commit outlives a stopping claimer: the runs are done.
+	if err := c.Commit(bg, p.cfg.ID, p.cfg.Lease, toLease, done); err != nil {
+		return n, len(c.Tasks), err
+	}
+	leased = toLease
+	for i, t := range finished {
+		if p.hub != nil {
+			p.hub.Publish(t.ID)
+		}
+		if p.cfg.OnFinish != nil {
+			p.cfg.OnFinish(t, done[i].State)
+		}
+	}
+	return n, len(c.Tasks), nil
+}
+
+// runInline runs t inside its claim if its handler says it can (Inliner)
+// and returns its outcome to write. ok is false when the task must be
+// leased instead: no Inliner, or the run wanted to write, panicked, or
+// ended in a state that needs a worker again.
+func (p *Pool) runInline(bg context.Context, t *task.Task) (f store.Finish, ok bool) {
+	h, isInliner := p.handlers[t.Kind].(Inliner)
+	if !isInliner || !h.Inline(t) {
+		return f, false
+	}
+	ctx, cancel := context.WithCancelCause(bg)
+	defer cancel(nil)
+	run := *t // the run may change its copy; a leased retry starts from t
+	j := &Job{Task: &run, store: p.store, ctx: ctx, cancel: cancel, stop: make(chan struct{}), inline: true}
+	out, panicked := p.runHandler(ctx, j)
+	j.mu.Lock()
+	wrote := j.wrote
+	j.mu.Unlock()
+	if panicked || wrote || out.Written || !out.State.Terminal() {
+		return f, false
+	}
+	f = store.Finish{ID: t.ID, State: out.State, Result: out.Result}
+	if out.Error != "" {
+		f.Error = &out.Error
+	}
+	f.Events = append(j.takeEvents(), finalEvent(f.State, out))
+	f.Steps = j.takeSteps()
+	return f, true
+}
+
+// holdLocked registers a leased task as held and running; p.mu is held.
+func (p *Pool) holdLocked(bg context.Context, t *task.Task) *Job {
 	ctx, cancel := context.WithCancelCause(bg)
 	j := &Job{Task: t, store: p.store, ctx: ctx, cancel: cancel, stop: make(chan struct{})}
-	p.mu.Lock()
 	p.running[t.ID] = j
 	p.active++
-	p.mu.Unlock()
 	if t.CancelRequested && t.State == task.StateRunning {
 		cancel(ErrCancelRequested)
 	}
+	return j
+}
+
+// dispatch hands a held task to an idle job goroutine or a new one.
+func (p *Pool) dispatch(bg context.Context, j *Job) {
 	select {
 	case p.jobc <- j: // an idle goroutine takes it
 	default:

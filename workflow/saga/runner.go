@@ -78,6 +78,30 @@ func NewRunner(cfg Config) *Runner {
 	return &Runner{cfg: cfg}
 }
 
+// Inline implements queue.Inliner. A first run of a pipeline of plain steps
+// whose actions are all effect-free (and instant), with no approval and no
+// retry, writes nothing before its outcome: the pool runs it inside its
+// claim and writes it once. Anything else, and any run that turns out to
+// need a write (a failure to compensate), takes the leased path.
+func (r *Runner) Inline(t *task.Task) bool {
+	if !t.FirstRun || t.State != task.StateRunning || t.CancelRequested || t.DeadlineAt != nil {
+		return false
+	}
+	p, ok := r.cfg.Catalog.Get(t.Pipeline)
+	if !ok {
+		return false
+	}
+	for _, st := range p.Steps {
+		if st.Parallel != nil || st.ForEach != nil || st.Approval != nil || st.Retries > 0 {
+			return false
+		}
+		if act, ok := r.cfg.Actions[st.Action]; !ok || !action.IsEffectFree(act) {
+			return false
+		}
+	}
+	return true
+}
+
 // errInterrupted: the worker is stopping or lost the lease; leave the task
 // as it is for the next owner.
 var errInterrupted = errors.New("interrupted")
