@@ -3,6 +3,7 @@ package queue_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -39,7 +40,9 @@ func TestMain(m *testing.M) {
 }
 
 // runChild runs a worker pool until killed or its stdin closes. Modes:
-// noop (complete at once), block (announce, then wait for the context).
+// noop (complete at once), inline (the same, run inside the claim),
+// block (announce, then wait for the context), inline-block (the same,
+// inside the claim).
 func runChild(mode string) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -51,7 +54,7 @@ func runChild(mode string) int {
 	st := store.New(pool)
 	var out sync.Mutex
 	h := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
-		if mode == "block" {
+		if mode == "block" || mode == "inline-block" {
 			out.Lock()
 			fmt.Printf("started %s\n", j.Task.ID)
 			out.Unlock()
@@ -63,8 +66,12 @@ func runChild(mode string) int {
 		}
 		return queue.Outcome{State: task.StateCompleted}
 	})
+	var handler queue.Handler = h
+	if mode == "inline" || mode == "inline-block" {
+		handler = inliner{h}
+	}
 	n := event.NewNotifier(st, nil)
-	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: h}, nil, queue.Config{
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: handler}, nil, queue.Config{
 		Workers: 16, Lease: 2 * time.Second, PollInterval: 50 * time.Millisecond, Grace: time.Second,
 	})
 	p.Attach(n)
@@ -76,6 +83,11 @@ func runChild(mode string) int {
 	_ = p.Run(ctx)
 	return 0
 }
+
+// inliner runs every task inside its claim (queue.Inliner).
+type inliner struct{ queue.HandlerFunc }
+
+func (inliner) Inline(*task.Task) bool { return true }
 
 type testBundle struct {
 	url   string
@@ -173,8 +185,9 @@ func TestTwoProcessesNeverDoubleClaim(t *testing.T) {
 	b := setup(t)
 	const n = 10000
 	require.NoError(t, b.store.TaskInsertMany(t.Context(), b.user.Memberships[0].TeamID, b.user.ID, task.KindDeploy, "noop", n))
+	// One process leases its tasks, the other runs them inside the claim.
 	_, _, stop1 := b.startChild(t, "noop")
-	_, _, stop2 := b.startChild(t, "noop")
+	_, _, stop2 := b.startChild(t, "inline")
 	require.Eventually(t, func() bool {
 		var done int
 		err := b.store.Pool().QueryRow(t.Context(), `SELECT count(*) FROM tasks WHERE state = 'completed'`).Scan(&done)
@@ -204,6 +217,123 @@ func TestKilledWorkerTaskIsCompletedByAnother(t *testing.T) {
 	b.runPool(t, queue.HandlerFunc(complete), queue.Config{Workers: 2, Lease: 2 * time.Second, RescueInterval: 100 * time.Millisecond, PollInterval: 50 * time.Millisecond})
 	got := b.waitState(t, tk.ID, task.StateCompleted, 30*time.Second)
 	require.Equal(t, 2, got.Attempt, "started again after its worker died")
+}
+
+// TestKilledInsideItsClaimRunsAgainAtOnce: a worker killed while it runs a
+// task inside the claim wrote nothing and held no lease; the task is
+// claimable again as soon as the connection closes.
+func TestKilledInsideItsClaimRunsAgainAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tk := testfactory.Task(t, b.store, b.user, nil)
+	child, out, _ := b.startChild(t, "inline-block")
+	require.True(t, out.Scan())
+	require.Equal(t, "started "+tk.ID, out.Text())
+	got, err := b.store.TaskGet(t.Context(), b.user.TeamIDs(), tk.ID)
+	require.NoError(t, err)
+	require.Equal(t, task.StatePending, got.State, "a run inside its claim is not visible")
+	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+	_, _ = child.Process.Wait()
+
+	// A long lease and no rescuer: only the closed connection can free it.
+	b.runPool(t, queue.HandlerFunc(complete), queue.Config{Workers: 2, Lease: time.Hour, RescueInterval: time.Hour, PollInterval: 50 * time.Millisecond})
+	got = b.waitState(t, tk.ID, task.StateCompleted, 30*time.Second)
+	require.Equal(t, 1, got.Attempt, "the killed run never started as far as the database knows")
+	evs, err := b.store.EventList(t.Context(), b.user.TeamIDs(), tk.ID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 3, "submitted, claimed, completed: nothing of the killed run")
+}
+
+// TestInlineRunIsWrittenOnce: a task whose handler can run it inside the
+// claim gets its claim event, its run's events and its outcome in one
+// write, and keeps the leased path's event sequence.
+func TestInlineRunIsWrittenOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var runs atomic.Int32
+	h := inliner{func(ctx context.Context, j *queue.Job) queue.Outcome {
+		runs.Add(1)
+		j.Emit(task.Event{Type: task.EventStepStarted, Status: task.StatusToolCall, Step: 1, TotalStep: 1, StepName: "noop"})
+		j.Emit(task.Event{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 1, TotalStep: 1, StepName: "noop"})
+		return queue.Outcome{State: task.StateCompleted, Result: []byte(`{"ok":true}`)}
+	}}
+	finished := make(chan string, 10)
+	b.runPool(t, h, queue.Config{Workers: 4, PollInterval: 20 * time.Millisecond,
+		OnFinish: func(t *task.Task, _ task.State) { finished <- t.ID }})
+	tk := testfactory.Task(t, b.store, b.user, nil)
+	select {
+	case id := <-finished:
+		require.Equal(t, tk.ID, id)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the task never finished")
+	}
+	got, err := b.store.TaskGet(t.Context(), b.user.TeamIDs(), tk.ID)
+	require.NoError(t, err)
+	require.Equal(t, task.StateCompleted, got.State)
+	require.Equal(t, 1, got.Attempt)
+	require.Equal(t, 100, got.Progress.Percent)
+	require.NotNil(t, got.StartedAt)
+	require.NotNil(t, got.FinishedAt)
+	require.False(t, got.FinishedAt.Before(*got.StartedAt))
+	require.JSONEq(t, `{"ok":true}`, string(got.Result))
+	evs, err := b.store.EventList(t.Context(), b.user.TeamIDs(), tk.ID, 0, 0)
+	require.NoError(t, err)
+	var types []task.EventType
+	for i, e := range evs {
+		require.Equal(t, i+1, e.Seq)
+		types = append(types, e.Type)
+	}
+	require.Equal(t, []task.EventType{task.EventTaskState, task.EventTaskState, task.EventStepStarted, task.EventStepCompleted, task.EventTaskCompleted}, types)
+	require.Equal(t, "Picked up by a worker", evs[1].Message)
+	var claim struct {
+		State   task.State
+		Attempt int
+		Worker  string
+	}
+	require.NoError(t, json.Unmarshal(evs[1].Data, &claim))
+	require.Equal(t, task.StateRunning, claim.State)
+	require.Equal(t, 1, claim.Attempt)
+	require.NotEmpty(t, claim.Worker)
+	var batches int
+	var leaseOwner *string
+	require.NoError(t, b.store.Pool().QueryRow(t.Context(), `
+		SELECT (SELECT count(*) FROM task_event_batches WHERE task_id = $1), (SELECT lease_owner FROM tasks WHERE id = $1)`,
+		tk.ID).Scan(&batches, &leaseOwner))
+	require.Equal(t, 2, batches, "the submit, then the claim with the whole run")
+	require.Nil(t, leaseOwner)
+	require.EqualValues(t, 1, runs.Load())
+}
+
+// TestInlineRunThatWritesIsRunAgainUnderALease: a run inside the claim that
+// tries to write is discarded (nothing of it is stored) and the task is
+// leased and run again.
+func TestInlineRunThatWritesIsRunAgainUnderALease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var runs atomic.Int32
+	h := inliner{func(ctx context.Context, j *queue.Job) queue.Outcome {
+		n := runs.Add(1)
+		j.Emit(task.Event{Type: task.EventStepLog, Status: task.StatusLog, Message: fmt.Sprintf("run %d", n)})
+		if err := j.Flush(ctx); err != nil {
+			require.ErrorIs(t, err, queue.ErrInlineWrite)
+			require.EqualValues(t, 1, n, "only the run inside the claim is refused")
+			return queue.Outcome{State: task.StateFailed, Error: "could not write"}
+		}
+		return queue.Outcome{State: task.StateCompleted}
+	}}
+	b.runPool(t, h, queue.Config{Workers: 1, PollInterval: 20 * time.Millisecond})
+	tk := testfactory.Task(t, b.store, b.user, nil)
+	got := b.waitState(t, tk.ID, task.StateCompleted, 20*time.Second)
+	require.Equal(t, 1, got.Attempt)
+	require.EqualValues(t, 2, runs.Load())
+	evs, err := b.store.EventList(t.Context(), b.user.TeamIDs(), tk.ID, 0, 0)
+	require.NoError(t, err)
+	var msgs []string
+	for _, e := range evs {
+		msgs = append(msgs, e.Message)
+	}
+	require.NotContains(t, msgs, "run 1", "the discarded run left nothing")
+	require.Contains(t, msgs, "run 2")
 }
 
 func TestCancelReachesTaskInAnotherProcess(t *testing.T) {

@@ -438,3 +438,91 @@ func TestEffectFreeStepsRideWithTheNextWrite(t *testing.T) {
 		"step.started:cool", "step.completed:cool"}, seen)
 	require.Equal(t, task.EventTaskCompleted, evs[len(evs)-1].Type)
 }
+
+// quick is an effect-free test action that fails its first `fails` calls.
+type quick struct {
+	mu    sync.Mutex
+	fails int
+	calls int
+}
+
+func (q *quick) Run(context.Context, action.Input) (json.RawMessage, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.calls++
+	if q.calls <= q.fails {
+		return nil, errors.New("quick check failed")
+	}
+	return json.RawMessage(`{"checked":true}`), nil
+}
+
+func (*quick) EffectFree() {}
+
+// TestEffectFreePipelineRunsInsideItsClaim: a pipeline of effect-free steps
+// is run inside the claim and written once (the submit's event batch and
+// one more), with its step rows, progress and events as a leased run
+// leaves them.
+func TestEffectFreePipelineRunsInsideItsClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &pipeline.Pipeline{Name: "instant", Steps: []pipeline.Step{{Name: "one", Action: "noop"}, {Name: "two", Action: "noop"}}})
+	tk := b.submit(t, "instant")
+	got := b.wait(t, tk.ID, task.StateCompleted)
+	require.Equal(t, 1, got.Attempt)
+	require.Equal(t, task.Progress{Step: 2, TotalStep: 2, Percent: 100}, got.Progress)
+	rows, err := b.st.StepList(t.Context(), tk.ID)
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	for _, r := range rows {
+		require.Equal(t, "completed", r.State, r.Name)
+		require.Equal(t, 1, r.Attempt, r.Name)
+		require.NotNil(t, r.StartedAt, r.Name)
+		require.NotNil(t, r.FinishedAt, r.Name)
+		require.NotEmpty(t, r.IdempotencyKey, r.Name)
+	}
+	evs := b.seqsGapFree(t, tk.ID)
+	require.Equal(t, "Picked up by a worker", evs[1].Message)
+	require.Equal(t, task.EventTaskCompleted, evs[len(evs)-1].Type)
+	var batches int
+	require.NoError(t, b.st.Pool().QueryRow(t.Context(), `SELECT count(*) FROM task_event_batches WHERE task_id = $1`, tk.ID).Scan(&batches))
+	require.Equal(t, 2, batches)
+}
+
+// TestEffectFreeFailureLeavesTheClaim: when an effect-free step fails
+// inside the claim, undoing the steps before it needs writes, so that run
+// is discarded and the task runs again under a lease; nothing of the first
+// run is stored.
+func TestEffectFreeFailureLeavesTheClaim(t *testing.T) {
+	t.Parallel()
+	p := &pipeline.Pipeline{Name: "checked", Steps: []pipeline.Step{
+		{Name: "warm", Action: "noop", Compensate: &pipeline.Compensation{Action: "noop"}},
+		{Name: "check", Action: "test.quick"},
+	}}
+	st := dbtest.Store(t)
+	q := &quick{fails: 1}
+	catalog, err := pipeline.NewCatalog(p)
+	require.NoError(t, err)
+	runner := saga.NewRunner(saga.Config{Catalog: catalog, RetryBase: time.Millisecond, Actions: action.Registry{"test.quick": q}})
+	pool := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{Workers: 2, PollInterval: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = pool.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	b := &testBundle{st: st, creator: testfactory.User(t, st, "dev@acme.test", "acme", auth.RoleDeployer)}
+
+	tk := b.submit(t, "checked")
+	got := b.wait(t, tk.ID, task.StateCompleted)
+	q.mu.Lock()
+	require.Equal(t, 2, q.calls, "failed inside the claim, then passed under the lease")
+	q.mu.Unlock()
+	require.Equal(t, 1, got.Attempt)
+	rows, err := st.StepList(t.Context(), tk.ID)
+	require.NoError(t, err)
+	for _, r := range rows {
+		require.Equal(t, "completed", r.State, r.Name)
+		require.Equal(t, 1, r.Attempt, "%s: the discarded run counted no attempt", r.Name)
+	}
+	for _, e := range b.seqsGapFree(t, tk.ID) {
+		require.NotEqual(t, task.EventStepFailed, e.Type, "nothing of the discarded run is stored")
+		require.NotEqual(t, task.EventStepCompensating, e.Type)
+	}
+}
