@@ -60,6 +60,10 @@ func (s *Store) TaskClaimOpen(ctx context.Context, limit int) (*ClaimTx, error) 
 	c := &ClaimTx{s: s, conn: conn}
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
+	// The claim's two statements have one good plan whatever their
+	// parameters (index scans by key); without this PostgreSQL plans them
+	// afresh on every execution, as custom plans look cheaper for arrays.
+	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	b.Queue(`
 		WITH picked AS (
 			SELECT * FROM tasks
@@ -77,6 +81,9 @@ func (s *Store) TaskClaimOpen(ctx context.Context, limit int) (*ClaimTx, error) 
 		ORDER BY t.priority, t.created_at, t.id`, limit)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
 	if err == nil {
 		err = func() error {
 			rows, err := br.Query()
