@@ -52,7 +52,11 @@ type ClaimTx struct {
 // secret params (secret_params) merged over their "[REDACTED]" stand-ins.
 // Only the claimer gets them this way; every other read (TaskGet,
 // TaskList, TaskGetMany) returns the public params.
-func (s *Store) TaskClaimOpen(ctx context.Context, limit int) (*ClaimTx, error) {
+func (s *Store) TaskClaimOpen(ctx context.Context, limit int, after *ClaimKey) (*ClaimTx, error) {
+	from := ClaimKey{ID: zeroUUID} // before every task
+	if after != nil {
+		from = *after
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error claiming tasks: %w", interpretError(err))
@@ -65,12 +69,23 @@ func (s *Store) TaskClaimOpen(ctx context.Context, limit int) (*ClaimTx, error) 
 	// afresh on every execution, as custom plans look cheaper for arrays.
 	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	b.Queue(`
-		WITH picked AS (
+		WITH above AS (
 			SELECT * FROM tasks
-			WHERE `+claimableWhere+`
+			WHERE `+claimableWhere+` AND priority < $2
 			ORDER BY priority, created_at, id
 			LIMIT $1
 			FOR NO KEY UPDATE SKIP LOCKED
+		), after AS (
+			SELECT * FROM tasks
+			WHERE `+claimableWhere+` AND (priority, created_at, id) > ($2, $3, $4)
+			ORDER BY priority, created_at, id
+			LIMIT $1
+			FOR NO KEY UPDATE SKIP LOCKED
+		), picked AS (
+			-- rows locked here but not picked are left as they were
+			SELECT * FROM above UNION ALL SELECT * FROM after
+			ORDER BY priority, created_at, id
+			LIMIT $1
 		)
 		SELECT t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority,
 			CASE WHEN t.state = 'pending' THEN 'running' ELSE t.state END, GREATEST(t.attempt, 1), t.max_attempts,
@@ -78,7 +93,7 @@ func (s *Store) TaskClaimOpen(ctx context.Context, limit int) (*ClaimTx, error) 
 			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq + 1, t.progress_step, t.progress_total,
 			t.started_at IS NULL
 		FROM picked t JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by
-		ORDER BY t.priority, t.created_at, t.id`, limit)
+		ORDER BY t.priority, t.created_at, t.id`, limit, int16(from.Priority), from.CreatedAt, from.ID)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
 	if err == nil {
@@ -113,6 +128,27 @@ func (s *Store) TaskClaimOpen(ctx context.Context, limit int) (*ClaimTx, error) 
 		return nil, nil
 	}
 	return c, nil
+}
+
+// ClaimKey is a place in the claim order (priority, created_at, id).
+//
+// A claim walks tasks_claim_idx from its start, and until VACUUM removes
+// them, the entries of every task claimed since lie there: on a long
+// backlog the walk grows with each claim. A claimer that passes the key of
+// the last task it claimed starts its walk there instead, and still sees
+// every task of a higher priority. What it skips (a task handed back, an
+// insert that committed late, a claim rolled back) is found by its next
+// claim without a key, which it must make often (the pool: every poll
+// interval, and whenever a claim after a key comes back short).
+type ClaimKey struct {
+	Priority  task.Priority
+	CreatedAt time.Time
+	ID        string
+}
+
+// KeyOf is t's place in the claim order.
+func KeyOf(t *task.Task) ClaimKey {
+	return ClaimKey{Priority: t.Priority, CreatedAt: t.CreatedAt, ID: t.ID}
 }
 
 // claimEvent is the event of a claim, written by SQL for leased tasks and
@@ -274,7 +310,7 @@ func (c *ClaimTx) Rollback() {
 // TaskClaim claims up to limit tasks for owner and leases them all (see
 // ClaimTx for the order and the guarantees).
 func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease time.Duration) ([]*task.Task, error) {
-	c, err := s.TaskClaimOpen(ctx, limit)
+	c, err := s.TaskClaimOpen(ctx, limit, nil)
 	if err != nil || c == nil {
 		return nil, err
 	}

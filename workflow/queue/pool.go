@@ -58,6 +58,10 @@ type Pool struct {
 	// reserved: slots held for claims in flight (their tasks may all need
 	// a slot once leased)
 	reserved int
+	// hint: where the next claim's walk starts; fullClaimAt: when a claim
+	// last walked from the start (claimFrom)
+	hint        *store.ClaimKey
+	fullClaimAt time.Time
 	jobs     sync.WaitGroup
 }
 
@@ -251,9 +255,18 @@ func (p *Pool) claim(ctx, bg context.Context) (n, got int, err error) {
 			p.dispatch(bg, j)
 		}
 	}()
-	c, err := p.store.TaskClaimOpen(ctx, n)
-	if err != nil || c == nil {
+	after := p.claimFrom()
+	c, err := p.store.TaskClaimOpen(ctx, n, after)
+	if err != nil {
 		return n, 0, err
+	}
+	if c == nil || len(c.Tasks) < n {
+		p.claimedTo(nil, after != nil)
+		if c == nil {
+			return n, 0, nil
+		}
+	} else {
+		p.claimedTo(c.Tasks[len(c.Tasks)-1], after != nil)
 	}
 	var done []store.Finish
 	var finished []*task.Task
@@ -280,6 +293,45 @@ func (p *Pool) claim(ctx, bg context.Context) (n, got int, err error) {
 		}
 	}
 	return n, len(c.Tasks), nil
+}
+
+// claimFrom is where the next claim starts its walk (see store.ClaimKey):
+// after the last task claimed, unless a claim from the start is due (every
+// poll interval, and after a claim from a key came back short, so a task
+// the walk skipped waits at most that long).
+func (p *Pool) claimFrom() *store.ClaimKey {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hint == nil || time.Since(p.fullClaimAt) >= p.cfg.PollInterval {
+		p.fullClaimAt = time.Now()
+		return nil
+	}
+	k := *p.hint
+	return &k
+}
+
+// claimedTo records the last task a claim got (nil: it came back short, so
+// the next claim walks from the start).
+func (p *Pool) claimedTo(last *task.Task, fromKey bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case last == nil:
+		p.hint = nil
+	case p.hint == nil || !fromKey || keyLess(*p.hint, store.KeyOf(last)):
+		k := store.KeyOf(last)
+		p.hint = &k
+	}
+}
+
+func keyLess(a, b store.ClaimKey) bool {
+	if a.Priority != b.Priority {
+		return a.Priority < b.Priority
+	}
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.Before(b.CreatedAt)
+	}
+	return a.ID < b.ID
 }
 
 // runInline runs t inside its claim if its handler says it can (Inliner)
