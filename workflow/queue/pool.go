@@ -62,7 +62,7 @@ type Pool struct {
 	// last walked from the start (claimFrom)
 	hint        *store.ClaimKey
 	fullClaimAt time.Time
-	jobs     sync.WaitGroup
+	jobs        sync.WaitGroup
 }
 
 // New returns a pool; Attach it to a Notifier, then Run it.
