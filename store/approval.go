@@ -234,7 +234,7 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 			teamID, p.Actor, "approval."+decision, p.TaskID, data); err != nil {
 			return interpretError(err)
 		}
-		if _, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', '')`); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', 'requeue')`); err != nil {
 			return interpretError(err)
 		}
 		a.State, a.DecidedBy = decision, &p.Actor
@@ -285,7 +285,7 @@ func (s *Store) ApprovalExpire(ctx context.Context) (int, error) {
 				return err
 			}
 			n++
-			_, err = tx.Exec(ctx, `SELECT pg_notify('task_ready', '')`)
+			_, err = tx.Exec(ctx, `SELECT pg_notify('task_ready', 'requeue')`)
 			return interpretError(err)
 		})
 		if err != nil {

@@ -56,6 +56,9 @@ func (s *Store) TaskClaimOpen(ctx context.Context, limit int, after *ClaimKey) (
 	from := ClaimKey{ID: zeroUUID} // before every task
 	if after != nil {
 		from = *after
+		if from.ID == "" {
+			from.ID = zeroUUID
+		}
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -134,12 +137,13 @@ func (s *Store) TaskClaimOpen(ctx context.Context, limit int, after *ClaimKey) (
 //
 // A claim walks tasks_claim_idx from its start, and until VACUUM removes
 // them, the entries of every task claimed since lie there: on a long
-// backlog the walk grows with each claim. A claimer that passes the key of
-// the last task it claimed starts its walk there instead, and still sees
-// every task of a higher priority. What it skips (a task handed back, an
-// insert that committed late, a claim rolled back) is found by its next
-// claim without a key, which it must make often (the pool: every poll
-// interval, and whenever a claim after a key comes back short).
+// backlog the walk grows with each claim. A claimer that passes a key
+// (about where its last claim ended) starts its walk there instead, and
+// still sees every task of a higher priority. What it skips (a task handed
+// back or re-prioritised, an insert that committed late, a claim rolled
+// back) is found by its next claim without a key, which it must make often
+// (the pool: every poll interval, and at once on a requeue wake-up). ID ""
+// means before every task of that priority and time.
 type ClaimKey struct {
 	Priority  task.Priority
 	CreatedAt time.Time

@@ -70,7 +70,7 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Cancelled by " + actor + "; undoing completed steps", Data: data}}); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', '')`)
+			_, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', 'requeue')`)
 			return interpretError(err)
 		}
 	})
@@ -94,9 +94,14 @@ func (s *Store) TaskSetPriority(ctx context.Context, teamIDs []string, id string
 			return ErrTerminal
 		}
 		data, _ := json.Marshal(map[string]string{"priority": p.String(), "by": actor})
-		return appendStateEvents(ctx, tx, id, `priority = $2`, []any{int16(p)}, []task.Event{
+		if err := appendStateEvents(ctx, tx, id, `priority = $2`, []any{int16(p)}, []task.Event{
 			{Type: task.EventTaskState, Status: task.StatusLog, Message: fmt.Sprintf("Priority set to %s by %s", p, actor), Data: data},
-		})
+		}); err != nil {
+			return err
+		}
+		// A waiting task moved in the claim order: claimers look again.
+		_, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', 'requeue')`)
+		return interpretError(err)
 	})
 	if err != nil {
 		return nil, err
@@ -161,7 +166,7 @@ func (s *Store) TaskResolve(ctx context.Context, teamIDs []string, id, action, a
 			}); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', '')`)
+			_, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', 'requeue')`)
 			return interpretError(err)
 		}
 		reason := "resolved by " + actor

@@ -159,7 +159,7 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 		return nil, interpretError(err)
 	}
 	if ready {
-		notes = append(notes, readyNote)
+		notes = append(notes, requeueNote)
 	}
 	s.wake.wake(notes...)
 	return applied, nil
@@ -202,7 +202,7 @@ func (s *Store) TaskRescue(ctx context.Context, limit int) (int, error) {
 			FROM upd
 		)
 		SELECT count(*),
-			CASE WHEN count(*) > 0 THEN pg_notify('task_ready', '') END,
+			CASE WHEN count(*) > 0 THEN pg_notify('task_ready', 'requeue') END,
 			CASE WHEN count(*) > 0 THEN pg_notify('task_events', string_agg(id::text || ':' || last_seq, ',')) END
 		FROM upd`, limit)
 	var n int

@@ -10,7 +10,10 @@ import (
 
 // Channels of the wake-ups the store sends (LISTEN names).
 const (
-	channelTaskReady  = "task_ready"  // claimable work exists
+	// claimable work exists; payload "" for new tasks, "requeue" for tasks
+	// claimable again (released, rescued, resumed, re-prioritised), which
+	// may lie before where a claimer's walk starts (ClaimKey)
+	channelTaskReady  = "task_ready"
 	channelTaskEvents = "task_events" // payload "id:seq,id:seq…": those tasks have events up to seq
 )
 
@@ -118,4 +121,7 @@ func eventsNote(taskID string, seq int) [2]string {
 	return [2]string{channelTaskEvents, taskID + ":" + strconv.Itoa(seq)}
 }
 
-var readyNote = [2]string{channelTaskReady, ""}
+var (
+	readyNote   = [2]string{channelTaskReady, ""}
+	requeueNote = [2]string{channelTaskReady, "requeue"}
+)

@@ -68,7 +68,7 @@ func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
 			WHERE id IN (SELECT id FROM tasks WHERE state = 'scheduled' AND run_after <= now() LIMIT 1000 FOR UPDATE SKIP LOCKED)
 			RETURNING id
 		)
-		SELECT CASE WHEN count(*) > 0 THEN pg_notify('task_ready', '') END FROM promoted`)
+		SELECT CASE WHEN count(*) > 0 THEN pg_notify('task_ready', 'requeue') END FROM promoted`)
 	if err != nil {
 		return interpretError(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 // Channels flightdeck NOTIFYs on.
 const (
-	ChannelTaskReady  = "task_ready"  // a task became claimable; payload empty
+	ChannelTaskReady  = "task_ready"  // a task became claimable; payload "" (new) or "requeue" (claimable again)
 	ChannelTaskEvents = "task_events" // "task_id:last_seq[,task_id:last_seq…]"
 	ChannelTaskCancel = "task_cancel" // payload: task id
 )

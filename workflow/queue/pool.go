@@ -60,9 +60,10 @@ type Pool struct {
 	reserved int
 	// hint: where the next claim's walk starts; fullClaimAt: when a claim
 	// last walked from the start (claimFrom)
-	hint        *store.ClaimKey
-	fullClaimAt time.Time
-	jobs        sync.WaitGroup
+	hint         *store.ClaimKey
+	fullClaimAt  time.Time
+	fullClaimDue bool
+	jobs         sync.WaitGroup
 }
 
 // New returns a pool; Attach it to a Notifier, then Run it.
@@ -96,7 +97,12 @@ func (p *Pool) ID() string { return p.cfg.ID }
 
 // Attach wakes the claimer on task_ready and delivers cancels on task_cancel.
 func (p *Pool) Attach(n *event.Notifier) {
-	n.On(event.ChannelTaskReady, func(string) { p.Wake() })
+	n.On(event.ChannelTaskReady, func(payload string) {
+		if payload != "" {
+			p.requeued()
+		}
+		p.Wake()
+	})
 	n.On(event.ChannelTaskCancel, func(id string) { p.interrupt(id, ErrCancelRequested) })
 	n.OnConnect(p.Wake)
 }
@@ -260,14 +266,10 @@ func (p *Pool) claim(ctx, bg context.Context) (n, got int, err error) {
 	if err != nil {
 		return n, 0, err
 	}
-	if c == nil || len(c.Tasks) < n {
-		p.claimedTo(nil, after != nil)
-		if c == nil {
-			return n, 0, nil
-		}
-	} else {
-		p.claimedTo(c.Tasks[len(c.Tasks)-1], after != nil)
+	if c == nil {
+		return n, 0, nil
 	}
+	p.claimedTo(c.Tasks[len(c.Tasks)-1], after != nil)
 	var done []store.Finish
 	var finished []*task.Task
 	var toLease []*task.Task
@@ -296,30 +298,43 @@ func (p *Pool) claim(ctx, bg context.Context) (n, got int, err error) {
 }
 
 // claimFrom is where the next claim starts its walk (see store.ClaimKey):
-// after the last task claimed, unless a claim from the start is due (every
-// poll interval, and after a claim from a key came back short, so a task
-// the walk skipped waits at most that long).
+// a little before the last task claimed (claimLag), unless a claim from the
+// start is due: every poll interval, and at once after a task was made
+// claimable again (a requeue wake-up). So a task the walk skips waits at
+// most a poll interval, and only if its wake-up was lost.
 func (p *Pool) claimFrom() *store.ClaimKey {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.hint == nil || time.Since(p.fullClaimAt) >= p.cfg.PollInterval {
-		p.fullClaimAt = time.Now()
+	if p.hint == nil || p.fullClaimDue || time.Since(p.fullClaimAt) >= p.cfg.PollInterval {
+		p.fullClaimAt, p.fullClaimDue = time.Now(), false
 		return nil
 	}
 	k := *p.hint
+	// Tasks submitted just before the last one claimed may commit after
+	// it: start the walk claimLag earlier in the same priority.
+	k.CreatedAt, k.ID = k.CreatedAt.Add(-claimLag), ""
 	return &k
 }
 
-// claimedTo records the last task a claim got (nil: it came back short, so
-// the next claim walks from the start).
+// claimLag covers submit transactions still open when a later one was
+// claimed; a longer one is found by the next claim from the start.
+const claimLag = time.Second
+
+// requeued makes the next claim walk from the start.
+func (p *Pool) requeued() {
+	p.mu.Lock()
+	p.fullClaimDue = true
+	p.mu.Unlock()
+}
+
+// claimedTo records the last task a claim got (nil: none).
 func (p *Pool) claimedTo(last *task.Task, fromKey bool) {
+	if last == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch {
-	case last == nil:
-		p.hint = nil
-	case p.hint == nil || !fromKey || keyLess(*p.hint, store.KeyOf(last)):
-		k := store.KeyOf(last)
+	if k := store.KeyOf(last); p.hint == nil || !fromKey || keyLess(*p.hint, k) {
 		p.hint = &k
 	}
 }

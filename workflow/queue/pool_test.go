@@ -433,3 +433,31 @@ func waitCh(t *testing.T, c chan struct{}) {
 		t.Fatal("timed out waiting for a signal")
 	}
 }
+
+// TestRequeuedTaskBehindTheWalkIsClaimed: a claimer walks the claim order
+// from about where its last claim ended; a task handed back behind that
+// point is claimed again at once (its requeue wake-up makes the next claim
+// walk from the start), not after the poll interval (an hour here).
+func TestRequeuedTaskBehindTheWalkIsClaimed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	old := testfactory.Task(t, b.store, b.user, nil)
+	_, err := b.store.Pool().Exec(t.Context(), `UPDATE tasks SET created_at = now() - interval '1 hour' WHERE id = $1`, old.ID)
+	require.NoError(t, err)
+	var runs atomic.Int32
+	release := make(chan struct{})
+	h := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		if j.Task.ID == old.ID && runs.Add(1) == 1 {
+			<-release // hold it until the walk has moved past it
+			return queue.Outcome{State: task.StatePending, Message: "handed back"}
+		}
+		return queue.Outcome{State: task.StateCompleted}
+	})
+	b.runPool(t, h, queue.Config{Workers: 4, PollInterval: time.Hour})
+	newer := testfactory.Task(t, b.store, b.user, nil)
+	b.waitState(t, newer.ID, task.StateCompleted, 20*time.Second)
+	close(release)
+	got := b.waitState(t, old.ID, task.StateCompleted, 20*time.Second)
+	require.Equal(t, 1, got.Attempt)
+	require.EqualValues(t, 2, runs.Load())
+}
