@@ -52,3 +52,18 @@ func DropDatabase(ctx context.Context, serverURL, name string) error {
 	_, err = conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name))
 	return interpretError(err)
 }
+
+// Checkpoint runs CHECKPOINT on the server of url, so a benchmark phase does
+// not pay for the writes of the phase before it. It needs a superuser or a
+// member of pg_checkpoint; callers treat a refusal as a warning.
+func Checkpoint(ctx context.Context, url string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("error connecting for a checkpoint: %w", interpretError(err))
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CHECKPOINT`); err != nil {
+		return fmt.Errorf("error running CHECKPOINT: %w", interpretError(err))
+	}
+	return nil
+}
