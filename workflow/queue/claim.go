@@ -1,0 +1,161 @@
+package queue
+
+import (
+	"context"
+	"time"
+
+	"flightdeck/store"
+	"flightdeck/workflow/task"
+)
+
+// A claim: reserve slots, lock tasks (store.TaskClaimOpen), run the ones a
+// handler can finish inside the claim (Inliner), then lease the rest and
+// write the finished ones in one statement (ClaimTx.Commit). The claimer
+// loop that calls claim is in pool.go.
+
+// claimLanes is how many claimers a pool runs.
+const claimLanes = 2
+
+// claim makes one claim of up to n tasks (n: the free slots it reserved,
+// at most ClaimBatch) and returns n and how many it got. Tasks whose
+// handler can run them inside the claim (Inliner) are run and finished in
+// it; the others are leased and started.
+func (p *Pool) claim(ctx, bg context.Context) (n, got int, err error) {
+	p.mu.Lock()
+	// Each lane takes its share of a batch, so the lanes overlap instead of
+	// one reserving every free slot.
+	n = min(p.freeLocked(), (p.cfg.ClaimBatch+claimLanes-1)/claimLanes)
+	p.reserved += max(n, 0)
+	p.mu.Unlock()
+	if n <= 0 {
+		return 0, 0, nil
+	}
+	var leased []*task.Task
+	defer func() {
+		p.mu.Lock()
+		p.reserved -= n
+		jobs := make([]*Job, len(leased))
+		for i, t := range leased {
+			jobs[i] = p.holdLocked(bg, t)
+		}
+		p.mu.Unlock()
+		for _, j := range jobs {
+			p.dispatch(bg, j)
+		}
+	}()
+	after := p.claimFrom()
+	c, err := p.store.TaskClaimOpen(ctx, n, after)
+	if err != nil {
+		return n, 0, err
+	}
+	if c == nil {
+		return n, 0, nil
+	}
+	p.claimedTo(c.Tasks[len(c.Tasks)-1], after != nil)
+	var done []store.Finish
+	var finished []*task.Task
+	var toLease []*task.Task
+	for _, t := range c.Tasks {
+		if f, ok := p.runInline(bg, t); ok {
+			done = append(done, f)
+			finished = append(finished, t)
+		} else {
+			toLease = append(toLease, t)
+		}
+	}
+	// The commit outlives a stopping claimer: the runs are done.
+	if err := c.Commit(bg, p.cfg.ID, p.cfg.Lease, toLease, done); err != nil {
+		return n, len(c.Tasks), err
+	}
+	leased = toLease
+	for i, t := range finished {
+		if p.hub != nil {
+			p.hub.Publish(t.ID)
+		}
+		if p.cfg.OnFinish != nil {
+			p.cfg.OnFinish(t, done[i].State)
+		}
+	}
+	return n, len(c.Tasks), nil
+}
+
+// claimFrom is where the next claim starts its walk (see store.ClaimKey):
+// a little before the last task claimed (claimLag), unless a claim from the
+// start is due: every poll interval, and at once after a task was made
+// claimable again (a requeue wake-up). So a task the walk skips waits at
+// most a poll interval, and only if its wake-up was lost.
+func (p *Pool) claimFrom() *store.ClaimKey {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hint == nil || p.fullClaimDue || time.Since(p.fullClaimAt) >= p.cfg.PollInterval {
+		p.fullClaimAt, p.fullClaimDue = time.Now(), false
+		return nil
+	}
+	k := *p.hint
+	// Tasks submitted just before the last one claimed may commit after
+	// it: start the walk claimLag earlier in the same priority.
+	k.CreatedAt, k.ID = k.CreatedAt.Add(-claimLag), ""
+	return &k
+}
+
+// claimLag covers submit transactions still open when a later one was
+// claimed; a longer one is found by the next claim from the start.
+const claimLag = time.Second
+
+// requeued makes the next claim walk from the start.
+func (p *Pool) requeued() {
+	p.mu.Lock()
+	p.fullClaimDue = true
+	p.mu.Unlock()
+}
+
+// claimedTo records the last task a claim got (nil: none).
+func (p *Pool) claimedTo(last *task.Task, fromKey bool) {
+	if last == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if k := store.KeyOf(last); p.hint == nil || !fromKey || keyLess(*p.hint, k) {
+		p.hint = &k
+	}
+}
+
+func keyLess(a, b store.ClaimKey) bool {
+	if a.Priority != b.Priority {
+		return a.Priority < b.Priority
+	}
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.Before(b.CreatedAt)
+	}
+	return a.ID < b.ID
+}
+
+// runInline runs t inside its claim if its handler says it can (Inliner)
+// and returns its outcome to write. ok is false when the task must be
+// leased instead: no Inliner, or the run wanted to write, panicked, or
+// ended in a state that needs a worker again.
+func (p *Pool) runInline(bg context.Context, t *task.Task) (f store.Finish, ok bool) {
+	h, isInliner := p.handlers[t.Kind].(Inliner)
+	if !isInliner || !h.Inline(t) {
+		return f, false
+	}
+	ctx, cancel := context.WithCancelCause(bg)
+	defer cancel(nil)
+	run := *t // the run may change its copy; a leased retry starts from t
+	j := &Job{Task: &run, store: p.store, ctx: ctx, cancel: cancel, stop: make(chan struct{}), inline: true}
+	out, panicked := p.runHandler(ctx, j)
+	j.mu.Lock()
+	wrote := j.wrote
+	j.mu.Unlock()
+	if panicked || wrote || out.Written || !out.State.Terminal() {
+		return f, false
+	}
+	f = store.Finish{ID: t.ID, State: out.State, Result: out.Result}
+	if out.Error != "" {
+		f.Error = &out.Error
+	}
+	f.Events = append(j.takeEvents(), finalEvent(f.State, out))
+	f.Steps = j.takeSteps()
+	return f, true
+}
