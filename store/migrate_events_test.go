@@ -1,0 +1,87 @@
+package store_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/stretchr/testify/require"
+
+	"flightdeck/internal/dbtest"
+	"flightdeck/migrations"
+	"flightdeck/store"
+	"flightdeck/workflow/task"
+)
+
+// TestEventBatchMigrationKeepsEvents: events stored one row each (before
+// 00012) read the same after it (values, seqs, times, outbox order), and
+// migrating down brings the rows back.
+func TestEventBatchMigrationKeepsEvents(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "fd_migrate_" + hex.EncodeToString(b)
+	url, err := store.RecreateDatabase(ctx, dbtest.BaseURL(t), name)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = store.DropDatabase(ctx, dbtest.BaseURL(t), name)
+	})
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	defer pool.Close()
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 11)
+	require.NoError(t, err)
+
+	var taskID string
+	require.NoError(t, pool.QueryRow(ctx, `
+		WITH tm AS (INSERT INTO teams (name) VALUES ('acme') RETURNING id),
+		u AS (INSERT INTO users (email, password_hash) VALUES ('old@acme.test', 'x') RETURNING id)
+		INSERT INTO tasks (team_id, created_by, kind, pipeline, last_seq)
+		SELECT tm.id, u.id, 'deploy', 'noop', 3 FROM tm, u RETURNING id`).Scan(&taskID))
+	_, err = pool.Exec(ctx, `
+		INSERT INTO task_events (task_id, seq, type, status, step, total_step, step_name, tool, message, data, created_at, txid) VALUES
+		($1, 1, 'task.state', 'log', 0, 0, '', '', 'Task submitted', '{"state":"pending"}', '2026-01-02T03:04:05Z', NULL),
+		($1, 2, 'step.started', 'tool_call', 1, 2, 'build', 'exec', '', '{}', '2026-01-02T03:04:06Z', '12345'),
+		($1, 3, 'step.log', 'log', 1, 2, 'build', '', 'a "quoted" line', '{"a":null,"b":[1]}', '2026-01-02T03:04:07Z', '12346')`, taskID)
+	require.NoError(t, err)
+
+	require.NoError(t, store.New(pool).Migrate(ctx, nil))
+	evs, err := store.New(pool).EventsAfter(ctx, taskID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 3)
+	require.Equal(t, task.Event{TaskID: taskID, Seq: 2, Type: task.EventStepStarted, Status: task.StatusToolCall, Step: 1, TotalStep: 2,
+		StepName: "build", Tool: "exec", Data: []byte(`{}`), Time: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC)}, evs[1])
+	require.Equal(t, `a "quoted" line`, evs[2].Message)
+	require.JSONEq(t, `{"a":null,"b":[1]}`, string(evs[2].Data))
+	require.JSONEq(t, `{"state":"pending"}`, string(evs[0].Data))
+	var txids []string
+	rows, err := pool.Query(ctx, `SELECT txid::text FROM task_event_batches WHERE task_id = $1 ORDER BY last_seq`, taskID)
+	require.NoError(t, err)
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		txids = append(txids, s)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"0", "12345", "12346"}, txids, "outbox positions kept; none (0) stays behind every cursor")
+
+	_, err = p.DownTo(ctx, 11)
+	require.NoError(t, err)
+	var n int
+	var msg string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), max(message) FILTER (WHERE seq = 3) FROM task_events WHERE task_id = $1`, taskID).Scan(&n, &msg))
+	require.Equal(t, 3, n)
+	require.Equal(t, `a "quoted" line`, msg)
+}
