@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -74,8 +75,18 @@ func renderString(s string, data map[string]any) (string, error) {
 // idempotencyKey derives a step's key from the task, the step and its
 // rendered inputs: the same for every attempt of that step in that task.
 func idempotencyKey(taskID string, ps pipeline.PlannedStep, with map[string]any) string {
-	in, _ := json.Marshal(with) // maps marshal with sorted keys
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s\x00%s\x00%s", taskID, ps.Index, ps.Name, ps.Step.Action, in)))
+	in := []byte("{}") // what an empty map marshals to, without the reflection
+	if len(with) > 0 {
+		in, _ = json.Marshal(with) // maps marshal with sorted keys
+	}
+	// The hash of taskID NUL index NUL name NUL action NUL inputs; keys of
+	// stored steps depend on these exact bytes.
+	b := make([]byte, 0, len(taskID)+len(ps.Name)+len(ps.Step.Action)+len(in)+24)
+	b = append(append(b, taskID...), 0)
+	b = append(strconv.AppendInt(b, int64(ps.Index), 10), 0)
+	b = append(append(b, ps.Name...), 0)
+	b = append(append(b, ps.Step.Action...), 0)
+	h := sha256.Sum256(append(b, in...))
 	return hex.EncodeToString(h[:16])
 }
 

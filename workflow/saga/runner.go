@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -183,7 +185,7 @@ func (rn *run) initSteps() error {
 	for _, st := range rn.stages {
 		for _, ps := range st.Steps {
 			rn.plan[ps.Index] = ps
-			with, err := render(ps.Step.With, rn.data(ps))
+			with, err := rn.render(ps.Step.With, ps)
 			if err != nil {
 				with = map[string]any{"render_error": err.Error()}
 			}
@@ -223,8 +225,40 @@ func (rn *run) completed() queue.Outcome {
 		}
 	}
 	rn.mu.Unlock()
-	res, _ := json.Marshal(map[string]any{"steps": outputs})
-	return queue.Outcome{State: task.StateCompleted, Result: res, Message: "Task completed"}
+	return queue.Outcome{State: task.StateCompleted, Result: stepsResult(outputs), Message: "Task completed"}
+}
+
+// stepsResult is a completed task's result, {"steps":{name: output, …}}
+// with names in order, as json.Marshal would write it, without reflection
+// on every task. Outputs are valid JSON (execute checks them).
+func stepsResult(outputs map[string]json.RawMessage) json.RawMessage {
+	names := slices.Sorted(maps.Keys(outputs))
+	b := append(make([]byte, 0, 64), `{"steps":{`...)
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if plainJSONString(name) {
+			b = append(append(append(b, '"'), name...), '"')
+		} else {
+			key, _ := json.Marshal(name)
+			b = append(b, key...)
+		}
+		b = append(append(b, ':'), outputs[name]...)
+	}
+	return append(b, "}}"...)
+}
+
+// plainJSONString: s needs no escaping in JSON (printable ASCII, no quote,
+// backslash or character json.Marshal escapes for HTML).
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // interruptedOutcome leaves the task for the next owner: on shutdown the
@@ -234,6 +268,15 @@ func (rn *run) interruptedOutcome(err error) queue.Outcome {
 		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
 	}
 	return queue.Outcome{} // the pool releases it (or drops it when the lease is gone)
+}
+
+// render renders a step's `with` for ps; a step without inputs (most
+// effect-free ones) skips building the template data.
+func (rn *run) render(with map[string]any, ps pipeline.PlannedStep) (map[string]any, error) {
+	if len(with) == 0 {
+		return map[string]any{}, nil
+	}
+	return render(with, rn.data(ps))
 }
 
 // data is what templates in `with` see.

@@ -110,7 +110,7 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 		}
 		with = merged
 	}
-	rendered, err := render(with, rn.data(ps))
+	rendered, err := rn.render(with, ps)
 	if err != nil {
 		return nil, &action.Permanent{Err: err}
 	}
