@@ -101,8 +101,8 @@ func (p *Pool) claimFrom() *store.ClaimKey {
 // claimLag covers submit transactions (one statement, milliseconds) still
 // open when a later one was claimed; a longer one is found by the next
 // claim from the start. Every entry the walk passes in it is a task already
-// claimed: at 10k tasks a second, 100ms is about 1000 entries.
-const claimLag = 100 * time.Millisecond
+// claimed: at 10k tasks a second, 250ms is about 2500 entries.
+const claimLag = 250 * time.Millisecond
 
 // requeued makes the next claim walk from the start.
 func (p *Pool) requeued() {
