@@ -67,3 +67,18 @@ func Checkpoint(ctx context.Context, url string) error {
 	}
 	return nil
 }
+
+// VacuumAnalyze runs VACUUM (ANALYZE) on the database of url: a benchmark
+// settles what its set-up inserted (visibility, statistics) before the
+// measured phase, instead of autovacuum doing it in the middle of it.
+func VacuumAnalyze(ctx context.Context, url string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("error connecting for VACUUM: %w", interpretError(err))
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `VACUUM (ANALYZE)`); err != nil {
+		return fmt.Errorf("error running VACUUM: %w", interpretError(err))
+	}
+	return nil
+}
