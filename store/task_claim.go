@@ -186,29 +186,16 @@ func (c *ClaimTx) Commit(ctx context.Context, owner string, lease time.Duration,
 	for i, t := range leased {
 		leaseIDs[i] = t.ID
 	}
-	n := len(done)
-	ids, states, errs, results, runAfter := make([]string, n), make([]string, n), make([]*string, n), make([][]byte, n), make([]*time.Time, n)
-	nEvents, doneSteps, total, events := make([]int32, n), make([]int32, n), make([]int32, n), make([][]byte, n)
-	var sc stepSaveColumns
-	for i, f := range done {
+	var fin finishColumns
+	for _, f := range done {
 		t := byID[f.ID]
 		if t == nil {
 			return fmt.Errorf("error finishing claimed tasks: task %s is not part of this claim", f.ID)
 		}
-		ids[i], states[i], errs[i], runAfter[i] = f.ID, string(f.State), f.Error, f.RunAfter
-		if len(f.Result) > 0 {
-			results[i] = f.Result
-		}
-		evs := append([]task.Event{claimEvent(t, owner)}, f.Events...)
-		events[i] = eventsJSON(evs)
-		d, tot := progressOf(evs)
-		nEvents[i], doneSteps[i], total[i] = int32(len(evs)), int32(d), int32(tot)
-		for _, st := range f.Steps {
-			sc.add(f.ID, st)
-		}
+		fin.add(f, append([]task.Event{claimEvent(t, owner)}, f.Events...))
 	}
-	args := append([]any{leaseIDs, owner, lease.Seconds(), ids, states, errs, results, runAfter, nEvents, doneSteps, total, events},
-		sc.args()...)
+	args := append([]any{leaseIDs, owner, lease.Seconds(), fin.ids, fin.states, fin.errs, fin.results, fin.runAfter, fin.n, fin.done, fin.total, fin.events},
+		fin.steps.args()...)
 	b := &pgx.Batch{}
 	b.Queue(`
 		WITH leased AS (

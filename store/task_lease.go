@@ -81,6 +81,37 @@ type Finish struct {
 	Steps []StepSave
 }
 
+// finishColumns turns finishes into the parallel arrays unnest wants. Per
+// task: its id, new state, error, result and run_after; its events' count,
+// the steps they complete and the step total (counted here rather than
+// grouped in SQL) and the events as one stored batch; and its step rows.
+type finishColumns struct {
+	ids, states    []string
+	errs           []*string
+	results        [][]byte
+	runAfter       []*time.Time
+	n, done, total []int32
+	events         [][]byte
+	steps          stepSaveColumns
+}
+
+// add appends f, with events as its events (f.Events, or those with a
+// claim's event before them).
+func (c *finishColumns) add(f Finish, events []task.Event) {
+	var result []byte
+	if len(f.Result) > 0 {
+		result = f.Result
+	}
+	d, tot := progressOf(events)
+	c.ids, c.states, c.errs = append(c.ids, f.ID), append(c.states, string(f.State)), append(c.errs, f.Error)
+	c.results, c.runAfter = append(c.results, result), append(c.runAfter, f.RunAfter)
+	c.n, c.done, c.total = append(c.n, int32(len(events))), append(c.done, int32(d)), append(c.total, int32(tot))
+	c.events = append(c.events, eventsJSON(events))
+	for _, st := range f.Steps {
+		c.steps.add(f.ID, st)
+	}
+}
+
 // TaskFinish applies many finishes in one statement and returns the ids it
 // applied; a finish whose lease was taken over is left out (the stale owner
 // writes nothing). Each task's events get its next seqs, in order.
@@ -88,28 +119,14 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 	if len(fs) == 0 {
 		return nil, nil
 	}
-	n := len(fs)
-	ids, tokens, states, errs := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
-	results, runAfter, bump := make([][]byte, n), make([]*time.Time, n), make([]bool, n)
-	// Per task: its events' count, completed steps and step total (counted
-	// here rather than grouped in SQL), and the events as one stored batch.
-	nEvents, done, total := make([]int32, n), make([]int32, n), make([]int32, n)
-	events := make([][]byte, n)
-	var sc stepSaveColumns
+	var c finishColumns
+	tokens, bump := make([]string, len(fs)), make([]bool, len(fs))
 	for i, f := range fs {
-		ids[i], tokens[i], states[i], errs[i], runAfter[i], bump[i] = f.ID, f.Token, string(f.State), f.Error, f.RunAfter, f.BumpAttempt
-		if len(f.Result) > 0 {
-			results[i] = f.Result
-		}
-		events[i] = eventsJSON(f.Events)
-		d, tot := progressOf(f.Events)
-		done[i], total[i] = int32(d), int32(tot)
-		nEvents[i] = int32(len(f.Events))
-		for _, st := range f.Steps {
-			sc.add(f.ID, st)
-		}
+		c.add(f, f.Events)
+		tokens[i], bump[i] = f.Token, f.BumpAttempt
 	}
-	args := append([]any{ids, tokens, states, errs, results, runAfter, bump, nEvents, done, total, events}, sc.args()...)
+	args := append([]any{c.ids, tokens, c.states, c.errs, c.results, c.runAfter, bump, c.n, c.done, c.total, c.events},
+		c.steps.args()...)
 	rows, err := s.pool.Query(ctx, `
 		WITH input AS (
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[], $7::bool[],
@@ -141,8 +158,8 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 		return nil, fmt.Errorf("error finishing tasks: %w", interpretError(err))
 	}
 	defer rows.Close()
-	applied := make(map[string]bool, n)
-	notes := make([][2]string, 0, n+1)
+	applied := make(map[string]bool, len(fs))
+	notes := make([][2]string, 0, len(fs)+1)
 	ready := false
 	for rows.Next() {
 		var id, state string
