@@ -22,18 +22,8 @@ func RecreateDatabase(ctx context.Context, serverURL, name string) (string, erro
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return "", fmt.Errorf("database URL must be a postgres:// URL")
 	}
-	conn, err := pgx.Connect(ctx, serverURL)
-	if err != nil {
-		return "", interpretError(err)
-	}
-	defer conn.Close(context.Background())
-	for _, q := range []string{
-		fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name),
-		fmt.Sprintf(`CREATE DATABASE %s`, name),
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return "", fmt.Errorf("error recreating database %s: %w", name, interpretError(err))
-		}
+	if err := execOn(ctx, serverURL, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name), fmt.Sprintf(`CREATE DATABASE %s`, name)); err != nil {
+		return "", fmt.Errorf("error recreating database %s: %w", name, err)
 	}
 	u.Path = "/" + name
 	return u.String(), nil
@@ -44,41 +34,42 @@ func DropDatabase(ctx context.Context, serverURL, name string) error {
 	if !databaseName.MatchString(name) {
 		return fmt.Errorf("invalid database name %q", name)
 	}
-	conn, err := pgx.Connect(ctx, serverURL)
-	if err != nil {
-		return interpretError(err)
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name))
-	return interpretError(err)
+	return execOn(ctx, serverURL, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name))
 }
 
-// Checkpoint runs CHECKPOINT on the server of url, so a benchmark phase does
+// Checkpoint runs CHECKPOINT on the server of dbURL, so a benchmark phase does
 // not pay for the writes of the phase before it. It needs a superuser or a
 // member of pg_checkpoint; callers treat a refusal as a warning.
-func Checkpoint(ctx context.Context, url string) error {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return fmt.Errorf("error connecting for a checkpoint: %w", interpretError(err))
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CHECKPOINT`); err != nil {
-		return fmt.Errorf("error running CHECKPOINT: %w", interpretError(err))
+func Checkpoint(ctx context.Context, dbURL string) error {
+	if err := execOn(ctx, dbURL, `CHECKPOINT`); err != nil {
+		return fmt.Errorf("error running CHECKPOINT: %w", err)
 	}
 	return nil
 }
 
-// VacuumAnalyze runs VACUUM (ANALYZE) on the database of url: a benchmark
+// VacuumAnalyze runs VACUUM (ANALYZE) on the database of dbURL: a benchmark
 // settles what its set-up inserted (visibility, statistics) before the
 // measured phase, instead of autovacuum doing it in the middle of it.
-func VacuumAnalyze(ctx context.Context, url string) error {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return fmt.Errorf("error connecting for VACUUM: %w", interpretError(err))
+func VacuumAnalyze(ctx context.Context, dbURL string) error {
+	if err := execOn(ctx, dbURL, `VACUUM (ANALYZE)`); err != nil {
+		return fmt.Errorf("error running VACUUM: %w", err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `VACUUM (ANALYZE)`); err != nil {
-		return fmt.Errorf("error running VACUUM: %w", interpretError(err))
+	return nil
+}
+
+// execOn runs stmts in order on a connection of its own to dbURL: statements
+// that act on a whole database or server (CREATE/DROP DATABASE, CHECKPOINT,
+// VACUUM) and cannot run inside a transaction.
+func execOn(ctx context.Context, dbURL string, stmts ...string) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return interpretError(err)
+	}
+	defer conn.Close(context.Background())
+	for _, q := range stmts {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return interpretError(err)
+		}
 	}
 	return nil
 }
