@@ -150,6 +150,18 @@ type ClaimKey struct {
 	ID        string
 }
 
+// Before reports whether k comes before o in the claim order. Ids compare
+// as PostgreSQL compares uuids (canonical lower-case text sorts the same).
+func (k ClaimKey) Before(o ClaimKey) bool {
+	if k.Priority != o.Priority {
+		return k.Priority < o.Priority
+	}
+	if !k.CreatedAt.Equal(o.CreatedAt) {
+		return k.CreatedAt.Before(o.CreatedAt)
+	}
+	return k.ID < o.ID
+}
+
 // KeyOf is t's place in the claim order.
 func KeyOf(t *task.Task) ClaimKey {
 	return ClaimKey{Priority: t.Priority, CreatedAt: t.CreatedAt, ID: t.ID}

@@ -118,19 +118,9 @@ func (p *Pool) claimedTo(last *task.Task, fromKey bool) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if k := store.KeyOf(last); p.hint == nil || !fromKey || keyLess(*p.hint, k) {
+	if k := store.KeyOf(last); p.hint == nil || !fromKey || p.hint.Before(k) {
 		p.hint = &k
 	}
-}
-
-func keyLess(a, b store.ClaimKey) bool {
-	if a.Priority != b.Priority {
-		return a.Priority < b.Priority
-	}
-	if !a.CreatedAt.Equal(b.CreatedAt) {
-		return a.CreatedAt.Before(b.CreatedAt)
-	}
-	return a.ID < b.ID
 }
 
 // runInline runs t inside its claim if its handler says it can (Inliner)
