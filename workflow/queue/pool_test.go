@@ -121,6 +121,40 @@ func (b *testBundle) startChild(t *testing.T, mode string) (*exec.Cmd, *bufio.Sc
 	return cmd, bufio.NewScanner(stdout), stop
 }
 
+// killWhenStarted starts a worker process in mode, waits until it says it
+// started taskID, runs before (checks while it holds the task), then kills
+// it with SIGKILL.
+func (b *testBundle) killWhenStarted(t *testing.T, mode, taskID string, before ...func()) {
+	t.Helper()
+	child, out, _ := b.startChild(t, mode)
+	require.True(t, out.Scan())
+	require.Equal(t, "started "+taskID, out.Text())
+	for _, f := range before {
+		f()
+	}
+	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+	_, _ = child.Process.Wait()
+}
+
+// noopEventTypes is the event sequence of a task whose handler emits a
+// step's start and completion.
+var noopEventTypes = []task.EventType{task.EventTaskState, task.EventTaskState, task.EventStepStarted, task.EventStepCompleted, task.EventTaskCompleted}
+
+// gapFreeEvents reads a task's events, checks their seqs are 1..n and their
+// types are want, and returns them.
+func (b *testBundle) gapFreeEvents(t *testing.T, id string, want []task.EventType) []task.Event {
+	t.Helper()
+	evs, err := b.store.EventList(t.Context(), b.user.TeamIDs(), id, 0, 0)
+	require.NoError(t, err)
+	var types []task.EventType
+	for i, e := range evs {
+		require.Equal(t, i+1, e.Seq)
+		types = append(types, e.Type)
+	}
+	require.Equal(t, want, types)
+	return evs
+}
+
 // runPool runs an in-process pool until the test ends.
 func (b *testBundle) runPool(t *testing.T, h queue.Handler, cfg queue.Config) *queue.Pool {
 	t.Helper()
@@ -169,14 +203,7 @@ func TestPoolCompletesTasksWithGapFreeEvents(t *testing.T) {
 	for _, id := range ids {
 		tk := b.waitState(t, id, task.StateCompleted, 20*time.Second)
 		require.Equal(t, 100, tk.Progress.Percent)
-		evs, err := b.store.EventList(t.Context(), b.user.TeamIDs(), id, 0, 0)
-		require.NoError(t, err)
-		var types []task.EventType
-		for i, e := range evs {
-			require.Equal(t, i+1, e.Seq)
-			types = append(types, e.Type)
-		}
-		require.Equal(t, []task.EventType{task.EventTaskState, task.EventTaskState, task.EventStepStarted, task.EventStepCompleted, task.EventTaskCompleted}, types)
+		b.gapFreeEvents(t, id, noopEventTypes)
 	}
 }
 
@@ -208,11 +235,7 @@ func TestKilledWorkerTaskIsCompletedByAnother(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	tk := testfactory.Task(t, b.store, b.user, nil)
-	child, out, _ := b.startChild(t, "block")
-	require.True(t, out.Scan())
-	require.Equal(t, "started "+tk.ID, out.Text())
-	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
-	_, _ = child.Process.Wait()
+	b.killWhenStarted(t, "block", tk.ID)
 
 	b.runPool(t, queue.HandlerFunc(complete), queue.Config{Workers: 2, Lease: 2 * time.Second, RescueInterval: 100 * time.Millisecond, PollInterval: 50 * time.Millisecond})
 	got := b.waitState(t, tk.ID, task.StateCompleted, 30*time.Second)
@@ -226,18 +249,15 @@ func TestKilledInsideItsClaimRunsAgainAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	tk := testfactory.Task(t, b.store, b.user, nil)
-	child, out, _ := b.startChild(t, "inline-block")
-	require.True(t, out.Scan())
-	require.Equal(t, "started "+tk.ID, out.Text())
-	got, err := b.store.TaskGet(t.Context(), b.user.TeamIDs(), tk.ID)
-	require.NoError(t, err)
-	require.Equal(t, task.StatePending, got.State, "a run inside its claim is not visible")
-	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
-	_, _ = child.Process.Wait()
+	b.killWhenStarted(t, "inline-block", tk.ID, func() {
+		got, err := b.store.TaskGet(t.Context(), b.user.TeamIDs(), tk.ID)
+		require.NoError(t, err)
+		require.Equal(t, task.StatePending, got.State, "a run inside its claim is not visible")
+	})
 
 	// A long lease and no rescuer: only the closed connection can free it.
 	b.runPool(t, queue.HandlerFunc(complete), queue.Config{Workers: 2, Lease: time.Hour, RescueInterval: time.Hour, PollInterval: 50 * time.Millisecond})
-	got = b.waitState(t, tk.ID, task.StateCompleted, 30*time.Second)
+	got := b.waitState(t, tk.ID, task.StateCompleted, 30*time.Second)
 	require.Equal(t, 1, got.Attempt, "the killed run never started as far as the database knows")
 	evs, err := b.store.EventList(t.Context(), b.user.TeamIDs(), tk.ID, 0, 0)
 	require.NoError(t, err)
@@ -276,14 +296,7 @@ func TestInlineRunIsWrittenOnce(t *testing.T) {
 	require.NotNil(t, got.FinishedAt)
 	require.False(t, got.FinishedAt.Before(*got.StartedAt))
 	require.JSONEq(t, `{"ok":true}`, string(got.Result))
-	evs, err := b.store.EventList(t.Context(), b.user.TeamIDs(), tk.ID, 0, 0)
-	require.NoError(t, err)
-	var types []task.EventType
-	for i, e := range evs {
-		require.Equal(t, i+1, e.Seq)
-		types = append(types, e.Type)
-	}
-	require.Equal(t, []task.EventType{task.EventTaskState, task.EventTaskState, task.EventStepStarted, task.EventStepCompleted, task.EventTaskCompleted}, types)
+	evs := b.gapFreeEvents(t, tk.ID, noopEventTypes)
 	require.Equal(t, "Picked up by a worker", evs[1].Message)
 	var claim struct {
 		State   task.State
