@@ -128,13 +128,21 @@ type testBundle struct {
 
 func setup(t *testing.T, pipelines ...*pipeline.Pipeline) *testBundle {
 	t.Helper()
+	return setupWith(t, nil, pipelines...)
+}
+
+// setupWith is setup with more actions than the recorder's.
+func setupWith(t *testing.T, more action.Registry, pipelines ...*pipeline.Pipeline) *testBundle {
+	t.Helper()
 	st := dbtest.Store(t)
 	rec := newRecorder()
 	catalog, err := pipeline.NewCatalog(pipelines...)
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	actions := action.Registry{"test.do": rec.action("do"), "test.undo": rec.action("undo"), "test.echo": rec.echo(), "test.leak": leak()}
+	maps.Copy(actions, more)
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: 10 * time.Millisecond,
-		Actions: action.Registry{"test.do": rec.action("do"), "test.undo": rec.action("undo"), "test.echo": rec.echo(), "test.leak": leak()}})
+		Actions: actions})
 	n := event.NewNotifier(st, nil)
 	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
 		Workers: 4, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond, Logger: logger,
@@ -497,17 +505,8 @@ func TestEffectFreeFailureLeavesTheClaim(t *testing.T) {
 		{Name: "warm", Action: "noop", Compensate: &pipeline.Compensation{Action: "noop"}},
 		{Name: "check", Action: "test.quick"},
 	}}
-	st := dbtest.Store(t)
 	q := &quick{fails: 1}
-	catalog, err := pipeline.NewCatalog(p)
-	require.NoError(t, err)
-	runner := saga.NewRunner(saga.Config{Catalog: catalog, RetryBase: time.Millisecond, Actions: action.Registry{"test.quick": q}})
-	pool := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{Workers: 2, PollInterval: 20 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = pool.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	b := &testBundle{st: st, creator: testfactory.User(t, st, "dev@acme.test", "acme", auth.RoleDeployer)}
+	b := setupWith(t, action.Registry{"test.quick": q}, p)
 
 	tk := b.submit(t, "checked")
 	got := b.wait(t, tk.ID, task.StateCompleted)
@@ -515,7 +514,7 @@ func TestEffectFreeFailureLeavesTheClaim(t *testing.T) {
 	require.Equal(t, 2, q.calls, "failed inside the claim, then passed under the lease")
 	q.mu.Unlock()
 	require.Equal(t, 1, got.Attempt)
-	rows, err := st.StepList(t.Context(), tk.ID)
+	rows, err := b.st.StepList(t.Context(), tk.ID)
 	require.NoError(t, err)
 	for _, r := range rows {
 		require.Equal(t, "completed", r.State, r.Name)
