@@ -111,11 +111,9 @@ func (p *Pool) requeued() {
 	p.mu.Unlock()
 }
 
-// claimedTo records the last task a claim got (nil: none).
+// claimedTo records the last task a claim got: the next walk starts near it
+// (a claim from a key only ever moves the place forward).
 func (p *Pool) claimedTo(last *task.Task, fromKey bool) {
-	if last == nil {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if k := store.KeyOf(last); p.hint == nil || !fromKey || p.hint.Before(k) {
