@@ -145,12 +145,12 @@ func (rn *run) group(st pipeline.Stage, todo []pipeline.PlannedStep) error {
 			select {
 			case sem <- struct{}{}:
 			case <-gctx.Done():
-				results <- result{ps, errLoser}
+				results <- result{ps, rn.notStarted(gctx, ps)}
 				return
 			}
 			defer func() { <-sem }()
 			if gctx.Err() != nil {
-				results <- result{ps, errLoser}
+				results <- result{ps, rn.notStarted(gctx, ps)}
 				return
 			}
 			results <- result{ps, rn.runStep(gctx, ps)}
@@ -214,6 +214,22 @@ func (rn *run) group(st pipeline.Stage, todo []pipeline.PlannedStep) error {
 		}
 	}
 	return nil
+}
+
+// notStarted ends a group step that was stopped before it began. When its
+// group already joined, the step will never run: it is recorded cancelled,
+// as a loser stopped while running is. When the task itself is stopping,
+// the step is left as it is for whoever runs the task next.
+func (rn *run) notStarted(gctx context.Context, ps pipeline.PlannedStep) error {
+	if !errors.Is(context.Cause(gctx), errLoser) || rn.ctx.Err() != nil {
+		return errLoser
+	}
+	if err := rn.write(store.StepWrite{Idx: ps.Index, State: "cancelled", Finish: true, Events: []task.Event{
+		rn.event(ps, task.EventStepFailed, task.StatusCancelled, ps.Step.Action, fmt.Sprintf("Step %s not started: %s", ps.Name, errLoser), nil),
+	}}); err != nil {
+		return err
+	}
+	return errLoser
 }
 
 func joinName(st pipeline.Stage) string {
