@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -344,4 +346,26 @@ func TestUUIDStrings(t *testing.T) {
 	_, err := st.Pool().Exec(ctx, `SELECT count(*) FROM tasks WHERE id = $1`, "not-a-uuid")
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "22P02", "invalid input syntax, from the server")
+}
+
+// Task ids are UUIDv7: the creation millisecond first, so ids sort in the
+// order tasks were made (migration 00013), and the version and variant of
+// RFC 9562.
+func TestTaskIDsAreTimeOrdered(t *testing.T) {
+	t.Parallel()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	millis := func(tk *task.Task) int64 {
+		t.Helper()
+		require.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, tk.ID)
+		ms, err := strconv.ParseInt(strings.ReplaceAll(tk.ID[:13], "-", ""), 16, 64)
+		require.NoError(t, err)
+		// the id's clock is read during the insert, after its transaction began
+		require.GreaterOrEqual(t, ms, tk.CreatedAt.UnixMilli())
+		require.Less(t, ms, tk.CreatedAt.Add(time.Minute).UnixMilli())
+		return ms
+	}
+	first := testfactory.Task(t, st, u, nil)
+	second := testfactory.Task(t, st, u, nil)
+	require.LessOrEqual(t, millis(first), millis(second))
 }
