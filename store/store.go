@@ -21,7 +21,7 @@ type Store struct {
 // New wraps a pool.
 func New(pool *pgxpool.Pool) *Store {
 	s := &Store{pool: pool}
-	s.wake.s = s
+	s.wake.s, s.wake.origin = s, newOrigin()
 	return s
 }
 

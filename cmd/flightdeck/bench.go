@@ -34,9 +34,11 @@ type benchResult struct {
 	LatencySeconds   float64 `json:"latency_seconds"`
 	// LatencyWarmupSeconds precede the measured latency phase, at its rate.
 	LatencyWarmupSeconds float64 `json:"latency_warmup_seconds"`
-	ClaimBatch           int     `json:"claim_batch"`
-	InsertSeconds        float64 `json:"insert_seconds"`
-	EventsPerTask        float64 `json:"events_per_task"`
+	// LatencyRemoteSubmit: the submits woke the workers by NOTIFY only.
+	LatencyRemoteSubmit bool    `json:"latency_remote_submit"`
+	ClaimBatch          int     `json:"claim_batch"`
+	InsertSeconds       float64 `json:"insert_seconds"`
+	EventsPerTask       float64 `json:"events_per_task"`
 	// The reference, measured on the same cluster in the same run: pgbench
 	// one-row UPDATE transactions per second at 16 clients (0: not run).
 	PgbenchTPS float64 `json:"pgbench_tps,omitempty"`
@@ -62,6 +64,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	workers := fs.Int("workers", 100, "worker slots")
 	rate := fs.Float64("rate", 500, "inserts per second in the latency phase")
 	latencyFor := fs.Duration("latency-duration", 10*time.Second, "length of the latency phase")
+	remote := fs.Bool("remote-submit", false, "in the latency phase, submit as another process would: workers learn of tasks by NOTIFY only (default: as serve --role all, woken in-process)")
 	pgbenchFor := fs.Duration("pgbench", 20*time.Second, "also measure pgbench one-row UPDATEs at 16 clients this long, first (0: skip)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "server to benchmark on (default: DATABASE_URL or the embedded one)")
 	if err := parseFlags(fs, args[1:]); err != nil {
@@ -180,7 +183,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	env.logger.Info("Burn-down done", "seconds", elapsed, "tasks_per_second", float64(*tasks)/elapsed)
 
 	// Phase 2: latency with idle workers, woken by NOTIFY, inserts at a steady rate.
-	res, err := benchLatency(ctx, env, st, p, teamID, userID, *rate, *latencyFor)
+	res, err := benchLatency(ctx, env, st, p, teamID, userID, *rate, *latencyFor, *remote)
 	if err != nil {
 		return err
 	}
@@ -239,7 +242,7 @@ func benchPgbench(ctx context.Context, env *cliEnv, server, name string, d time.
 	return tps, nil
 }
 
-func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Pool, teamID, userID string, rate float64, dur time.Duration) (benchResult, error) {
+func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Pool, teamID, userID string, rate float64, dur time.Duration, remote bool) (benchResult, error) {
 	// The pool is already running; attach a notifier so NOTIFY wakes it.
 	n := event.NewNotifier(st, env.logger)
 	p.Attach(n)
@@ -249,10 +252,15 @@ func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Po
 	// A warm-up second at the same rate is not measured: its submits open
 	// the connections and prepare the statements the steady state reuses
 	// (its p99 was 80–130 ms against 10–20 ms in every later second).
-	if _, err := benchSubmit(ctx, env, st, teamID, userID, rate, latencyWarmup); err != nil {
+	sub := st
+	if remote {
+		// A store of its own wakes no pool in this process (OnTaskReady).
+		sub = store.New(st.Pool())
+	}
+	if _, err := benchSubmit(ctx, env, sub, teamID, userID, rate, latencyWarmup); err != nil {
 		return benchResult{}, err
 	}
-	ids, err := benchSubmit(ctx, env, st, teamID, userID, rate, dur)
+	ids, err := benchSubmit(ctx, env, sub, teamID, userID, rate, dur)
 	if err != nil {
 		return benchResult{}, err
 	}
@@ -260,7 +268,7 @@ func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Po
 	if err != nil {
 		return benchResult{}, err
 	}
-	return benchResult{LatencyRate: rate, LatencyTasks: len(ids), LatencySeconds: dur.Seconds(), LatencyWarmupSeconds: latencyWarmup.Seconds(),
+	return benchResult{LatencyRate: rate, LatencyTasks: len(ids), LatencySeconds: dur.Seconds(), LatencyWarmupSeconds: latencyWarmup.Seconds(), LatencyRemoteSubmit: remote,
 		InsertToClaimP50: round(lat.ClaimP50, 3), InsertToClaimP99: round(lat.ClaimP99, 3), InsertToDoneP99: round(lat.DoneP99, 3)}, nil
 }
 

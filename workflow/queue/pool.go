@@ -98,13 +98,21 @@ func (p *Pool) ID() string { return p.cfg.ID }
 // Attach wakes the claimer on task_ready and delivers cancels on task_cancel.
 func (p *Pool) Attach(n *event.Notifier) {
 	n.On(event.ChannelTaskReady, func(payload string) {
-		if payload != "" {
-			p.requeued()
+		// This process's own wake-ups came through OnTaskReady already.
+		if wake, requeue := p.store.TaskReadyFromElsewhere(payload); wake {
+			p.ready(requeue)
 		}
-		p.Wake()
 	})
 	n.On(event.ChannelTaskCancel, func(id string) { p.interrupt(id, ErrCancelRequested) })
 	n.OnConnect(p.Wake)
+}
+
+// ready is a task_ready wake-up.
+func (p *Pool) ready(requeue bool) {
+	if requeue {
+		p.requeued()
+	}
+	p.Wake()
 }
 
 // Wake asks the claimer to look for work now.
@@ -159,6 +167,10 @@ func (p *Pool) Run(ctx context.Context) error {
 	loops.Go(func() { p.heartbeat(maint) })
 	loops.Go(func() { p.rescuer(maint) })
 
+	// Tasks made claimable by this process wake the claimers at once,
+	// without the NOTIFY's round trip (Attach skips those NOTIFYs).
+	stopReady := p.store.OnTaskReady(p.ready)
+	defer stopReady()
 	var claimers sync.WaitGroup
 	for range claimLanes {
 		claimers.Go(func() { p.claimer(ctx, bg) })

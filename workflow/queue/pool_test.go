@@ -474,3 +474,24 @@ func TestRequeuedTaskBehindTheWalkIsClaimed(t *testing.T) {
 	require.Equal(t, 1, got.Attempt)
 	require.EqualValues(t, 2, runs.Load())
 }
+
+// A pool is woken by the submits of its own process without a NOTIFY: here
+// no notifier is attached and the poll interval is an hour, so each task
+// after the first claim is found only through store.OnTaskReady.
+func TestSubmitInTheSameProcessWakesThePool(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		return queue.Outcome{State: task.StateCompleted}
+	})
+	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: h}, nil,
+		queue.Config{Workers: 2, PollInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = p.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	for range 3 {
+		tk := testfactory.Task(t, b.store, b.user, nil)
+		b.waitState(t, tk.ID, task.StateCompleted, 20*time.Second)
+	}
+}
