@@ -183,8 +183,9 @@ func claimEvent(t *task.Task, owner string) task.Event {
 // Commit ends the claim: each task in leased gets owner's lease (its
 // LeaseToken is set), each of done (tasks of c.Tasks run to an outcome;
 // Token is ignored) gets its outcome, steps and events after the claim's
-// event, and the rest are left as they were. done must not hold a task
-// whose outcome is not terminal or parked without a worker. On error
+// event, and the rest are left as they were. done must hold only first
+// runs (FirstRun: no step rows yet) whose outcome is terminal or parked
+// without a worker. On error
 // nothing was written, unless the commit itself was lost on the way (then
 // leased tasks come back when their lease expires and finished ones were
 // either written or are claimable again).
@@ -203,6 +204,10 @@ func (c *ClaimTx) Commit(ctx context.Context, owner string, lease time.Duration,
 		t := byID[f.ID]
 		if t == nil {
 			return fmt.Errorf("error finishing claimed tasks: task %s is not part of this claim", f.ID)
+		}
+		if !t.FirstRun {
+			// only a first run has no step rows yet (newStepsSQL)
+			return fmt.Errorf("error finishing claimed tasks: task %s ran before; lease it instead", f.ID)
 		}
 		fin.add(f, append([]task.Event{claimEvent(t, owner)}, f.Events...))
 	}
@@ -247,7 +252,7 @@ func (c *ClaimTx) Commit(ctx context.Context, owner string, lease time.Duration,
 		), finished_events AS (
 			`+insertBatchesSQL("finished")+`
 		), steps AS (
-			`+upsertStepsSQL("finished", 13)+`
+			`+newStepsSQL("finished", 13)+`
 		)
 		SELECT id, lease_token, last_seq FROM leased
 		UNION ALL

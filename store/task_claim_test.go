@@ -56,3 +56,43 @@ func TestClaimFromAKey(t *testing.T) {
 	require.NotEmpty(t, tx.Tasks[0].LeaseToken)
 	require.Equal(t, []string{a.ID, b.ID, c.ID}, open(nil), "h is leased; a was locked, then left as it was")
 }
+
+// Only a first run may be finished inside its claim: its step rows are
+// inserted as new ones. A task that ran before is refused, nothing is
+// written, and the task stays claimable.
+func TestClaimFinishesOnlyFirstRuns(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "first@acme.test", "acme", auth.RoleDeployer)
+	ran := testfactory.Task(t, st, u, nil)
+	_, err := st.Pool().Exec(ctx, `UPDATE tasks SET started_at = now() - interval '1 minute' WHERE id = $1`, ran.ID)
+	require.NoError(t, err)
+	fresh := testfactory.Task(t, st, u, nil)
+
+	tx, err := st.TaskClaimOpen(ctx, 10, nil)
+	require.NoError(t, err)
+	require.Len(t, tx.Tasks, 2)
+	require.False(t, tx.Tasks[0].FirstRun)
+	require.True(t, tx.Tasks[1].FirstRun)
+	step := store.StepSave{Idx: 1, Name: "noop", IdempotencyKey: "k", State: "completed", Attempt: 1, Started: true, Finished: true}
+	finish := func(id string) store.Finish {
+		return store.Finish{ID: id, State: task.StateCompleted, Steps: []store.StepSave{step}}
+	}
+	err = tx.Commit(ctx, "w1", time.Minute, nil, []store.Finish{finish(ran.ID)})
+	require.ErrorContains(t, err, "ran before")
+	got, err := st.TaskGet(ctx, u.TeamIDs(), ran.ID)
+	require.NoError(t, err)
+	require.Equal(t, task.StatePending, got.State, "nothing of the refused claim was written")
+
+	tx, err = st.TaskClaimOpen(ctx, 10, nil)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx, "w1", time.Minute, nil, []store.Finish{finish(fresh.ID)}))
+	got, err = st.TaskGet(ctx, u.TeamIDs(), fresh.ID)
+	require.NoError(t, err)
+	require.Equal(t, task.StateCompleted, got.State)
+	steps, err := st.StepList(ctx, fresh.ID)
+	require.NoError(t, err)
+	require.Len(t, steps, 1)
+	require.Equal(t, "completed", steps[0].State)
+}
