@@ -2,8 +2,8 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -172,11 +172,15 @@ func KeyOf(t *task.Task) ClaimKey {
 const claimEventMessage = "Picked up by a worker"
 
 func claimEvent(t *task.Task, owner string) task.Event {
-	data, _ := json.Marshal(struct {
-		State   task.State `json:"state"`
-		Attempt int        `json:"attempt"`
-		Worker  string     `json:"worker"`
-	}{t.State, t.Attempt, owner})
+	// {"state":…,"attempt":…,"worker":…} without reflection: one per task
+	// finished inside a claim. States are plain words.
+	data := make([]byte, 0, 64+len(owner))
+	data = append(data, `{"state":"`...)
+	data = append(data, t.State...)
+	data = append(data, `","attempt":`...)
+	data = strconv.AppendInt(data, int64(t.Attempt), 10)
+	data = append(data, `,"worker":`...)
+	data = append(appendJSONString(data, owner), '}')
 	return task.Event{Type: task.EventTaskState, Status: task.StatusLog, Message: claimEventMessage, Data: data}
 }
 

@@ -5,9 +5,11 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -156,19 +158,19 @@ func (p *Param) compile() error {
 // them with defaults applied. Unknown parameters are refused: a typo must
 // not silently deploy with a default.
 func (p *Pipeline) Validate(raw json.RawMessage) (map[string]any, *FieldError) {
-	in := map[string]any{}
-	if len(raw) > 0 && string(raw) != "null" {
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
+	var in map[string]any
+	// An empty object, the params of most tasks, needs no decoder (the
+	// saga validates on every run).
+	if t := bytes.TrimSpace(raw); len(t) > 0 && string(t) != "null" && string(t) != "{}" {
+		dec := json.NewDecoder(bytes.NewReader(t))
 		dec.UseNumber()
-		if err := dec.Decode(&in); err != nil {
+		if err := dec.Decode(&in); err != nil || in == nil {
 			return nil, &FieldError{Field: "params", Message: "must be a JSON object"}
 		}
 	}
-	known := map[string]bool{}
-	out := map[string]any{}
+	out := make(map[string]any, len(p.Params))
 	for i := range p.Params {
 		prm := &p.Params[i]
-		known[prm.Name] = true
 		v, ok := in[prm.Name]
 		if !ok || v == nil {
 			if prm.Default != nil {
@@ -188,7 +190,7 @@ func (p *Pipeline) Validate(raw json.RawMessage) (map[string]any, *FieldError) {
 	}
 	var unknown []string
 	for k := range in {
-		if !known[k] {
+		if !slices.ContainsFunc(p.Params, func(prm Param) bool { return prm.Name == k }) {
 			unknown = append(unknown, k)
 		}
 	}

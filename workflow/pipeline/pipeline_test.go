@@ -32,6 +32,11 @@ func TestValidate(t *testing.T) {
 		{"IntNotInteger", `{"app":"shop","version":"1","replicas":1.5}`, "params.replicas"},
 		{"Unknown", `{"app":"shop","version":"1","colour":"red"}`, "params.colour"},
 		{"NotAnObject", `[1,2]`, "params"},
+		// the empty object skips the decoder; the schema still applies
+		{"EmptyObjectMissingRequired", ` { } `, "params.app"},
+		{"EmptyMissingRequired", ``, "params.app"},
+		{"NullMissingRequired", `null`, "params.app"},
+		{"NotAnObjectString", `"x"`, "params"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -380,10 +380,15 @@ func parked(s task.State) bool {
 
 // finalEvent describes the transition a finish makes.
 func finalEvent(s task.State, out Outcome) task.Event {
-	data, _ := json.Marshal(struct {
-		State task.State `json:"state"`
-		Error any        `json:"error"`
-	}{s, nilIfEmpty(out.Error)})
+	// Without an error (most tasks) the data is built without reflection;
+	// states are plain words.
+	data := json.RawMessage(`{"state":"` + string(s) + `","error":null}`)
+	if out.Error != "" {
+		data, _ = json.Marshal(struct {
+			State task.State `json:"state"`
+			Error string     `json:"error"`
+		}{s, out.Error})
+	}
 	if s.Terminal() {
 		typ, status := task.TerminalEvent(s)
 		msg := out.Message

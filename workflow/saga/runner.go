@@ -18,6 +18,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -413,13 +414,18 @@ func saveOf(row store.StepRow, started, finished bool) store.StepSave {
 }
 
 func (rn *run) event(ps pipeline.PlannedStep, typ task.EventType, status task.Status, tool, msg string, data any) task.Event {
-	var raw json.RawMessage
-	if data != nil {
+	raw, ok := data.(json.RawMessage) // built by the caller already
+	if !ok && data != nil {
 		raw, _ = json.Marshal(data)
 	}
 	// Messages and data quote errors, which may quote secret values.
 	return task.Event{Type: typ, Status: status, Step: ps.Index, TotalStep: rn.total, StepName: ps.Name, Tool: tool,
 		Message: redact(msg, rn.secrets), Data: redactJSON(raw, rn.secrets)}
+}
+
+// of is a step's place, "index/total", as event messages say it.
+func (rn *run) of(ps pipeline.PlannedStep) string {
+	return strconv.Itoa(ps.Index) + "/" + strconv.Itoa(rn.total)
 }
 
 func (rn *run) row(idx int) store.StepRow {

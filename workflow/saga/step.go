@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,7 +28,8 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 		attempt := row.Attempt + 1
 		if err := rn.write(store.StepWrite{Idx: ps.Index, State: "running", Start: true, Events: []task.Event{
 			rn.event(ps, task.EventStepStarted, task.StatusToolCall, ps.Step.Action,
-				fmt.Sprintf("Step %d/%d %s started (attempt %d)", ps.Index, rn.total, ps.Name, attempt), attemptData{Attempt: attempt}),
+				"Step "+rn.of(ps)+" "+ps.Name+" started (attempt "+strconv.Itoa(attempt)+")",
+				json.RawMessage(`{"attempt":`+strconv.Itoa(attempt)+`}`)),
 		}}); err != nil {
 			return err
 		}
@@ -35,7 +37,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 		if err == nil {
 			return rn.write(store.StepWrite{Idx: ps.Index, State: "completed", Finish: true, Output: out, Events: []task.Event{
 				rn.event(ps, task.EventStepCompleted, task.StatusToolResult, ps.Step.Action,
-					fmt.Sprintf("Step %d/%d %s completed", ps.Index, rn.total, ps.Name), nil),
+					"Step "+rn.of(ps)+" "+ps.Name+" completed", nil),
 			}})
 		}
 		if rn.j.StopCause() != nil {
@@ -167,19 +169,14 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 	return res, nil
 }
 
-// Event data of the hot path, as structs: marshalling a map sorts its keys
-// by reflection on every event.
-type (
-	attemptData struct {
-		Attempt int `json:"attempt"`
-	}
-	toolData struct {
-		Tool         string `json:"tool"`
-		DurationMS   int64  `json:"duration_ms"`
-		Outcome      string `json:"outcome"`
-		Compensating bool   `json:"compensating"`
-	}
-)
+// Event data of the hot path, as a struct: marshalling a map sorts its
+// keys by reflection on every event.
+type toolData struct {
+	Tool         string `json:"tool"`
+	DurationMS   int64  `json:"duration_ms"`
+	Outcome      string `json:"outcome"`
+	Compensating bool   `json:"compensating"`
+}
 
 // lineLogger turns output lines into step.log events, at most rate per
 // second with a burst of twice that; what it drops is counted and said, and
