@@ -41,8 +41,12 @@ type benchResult struct {
 	EventsPerTask       float64 `json:"events_per_task"`
 	// The reference, measured on the same cluster in the same run: pgbench
 	// one-row UPDATE transactions per second at 16 clients (0: not run).
-	PgbenchTPS float64 `json:"pgbench_tps,omitempty"`
-	VsPgbench  float64 `json:"vs_pgbench,omitempty"`
+	// PgbenchTPS is the mean of pgbench's runs right before and right
+	// after the burn-down.
+	PgbenchTPS    float64 `json:"pgbench_tps,omitempty"`
+	PgbenchBefore float64 `json:"pgbench_tps_before,omitempty"`
+	PgbenchAfter  float64 `json:"pgbench_tps_after,omitempty"`
+	VsPgbench     float64 `json:"vs_pgbench,omitempty"`
 }
 
 // runBench: `flightdeck bench queue`. It works on a fresh database so it
@@ -65,7 +69,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	rate := fs.Float64("rate", 500, "inserts per second in the latency phase")
 	latencyFor := fs.Duration("latency-duration", 10*time.Second, "length of the latency phase")
 	remote := fs.Bool("remote-submit", false, "in the latency phase, submit as another process would: workers learn of tasks by NOTIFY only (default: as serve --role all, woken in-process)")
-	pgbenchFor := fs.Duration("pgbench", 20*time.Second, "also measure pgbench one-row UPDATEs at 16 clients this long, first (0: skip)")
+	pgbenchFor := fs.Duration("pgbench", 20*time.Second, "also measure pgbench one-row UPDATEs at 16 clients this long, right before and right after the burn-down (0: skip)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "server to benchmark on (default: DATABASE_URL or the embedded one)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
@@ -91,11 +95,41 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 			env.logger.Warn("Could not drop the benchmark database", "database", name, "error", err)
 		}
 	}()
-	var pgbenchTPS float64
+	// pgbench's reference: set up now, measured right before and right
+	// after the burn-down (measurePgbench).
+	var pg *pgbenchRef
 	if *pgbenchFor > 0 {
-		if pgbenchTPS, err = benchPgbench(ctx, env, server, name+"_pgbench", *pgbenchFor); err != nil {
+		pgName := name + "_pgbench"
+		pgURL, err := store.RecreateDatabase(ctx, server, pgName)
+		if err != nil {
 			return err
 		}
+		defer func() {
+			dropCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := store.DropDatabase(dropCtx, server, pgName); err != nil {
+				env.logger.Warn("Could not drop the pgbench database", "database", pgName, "error", err)
+			}
+		}()
+		env.logger.Info("Setting up pgbench", "database", pgName)
+		if pg, err = newPgbench(ctx, pgURL); err != nil {
+			return err
+		}
+		defer pg.close()
+	}
+	var pgbenchTPS []float64
+	measurePgbench := func() error {
+		if pg == nil {
+			return nil
+		}
+		env.logger.Info("Measuring pgbench one-row UPDATEs, 16 clients", "seconds", pgbenchFor.Seconds())
+		tps, err := pg.run(ctx, *pgbenchFor)
+		if err != nil {
+			return err
+		}
+		env.logger.Info("pgbench done", "tps", round(tps, 1))
+		pgbenchTPS = append(pgbenchTPS, tps)
+		return nil
 	}
 	pool, err := store.Open(ctx, dbURL, int32(min(*workers+10, 60)))
 	if err != nil {
@@ -146,12 +180,15 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	insertSeconds := time.Since(insertStart).Seconds()
-	// Both measured phases (pgbench's run too) start after a checkpoint, so
-	// neither pays for the writes of its set-up; the inserted tasks are
+	// Every measured phase (pgbench's runs too) starts after a checkpoint,
+	// so none pays for the writes of its set-up; the inserted tasks are
 	// vacuumed first, as pgbench -i vacuums its tables, so autovacuum does
 	// not settle the set-up's rows in the middle of the burn-down.
 	if err := store.VacuumAnalyze(ctx, dbURL); err != nil {
 		env.logger.Warn("Could not vacuum before the burn-down; figures may vary more", "error", err)
+	}
+	if err := measurePgbench(); err != nil {
+		return err
 	}
 	if err := store.Checkpoint(ctx, dbURL); err != nil {
 		env.logger.Warn("Could not checkpoint before the burn-down; figures may vary more", "error", err)
@@ -191,6 +228,9 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if err := store.VacuumAnalyze(ctx, dbURL); err != nil {
 		env.logger.Warn("Could not vacuum before the latency phase; figures may vary more", "error", err)
 	}
+	if err := measurePgbench(); err != nil {
+		return err
+	}
 	if err := store.Checkpoint(ctx, dbURL); err != nil {
 		env.logger.Warn("Could not checkpoint before the latency phase; figures may vary more", "error", err)
 	}
@@ -203,9 +243,10 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	res.ClaimBatch = min(*workers, 100)
 	res.InsertSeconds = round(insertSeconds, 3)
 	res.EventsPerTask = round(float64(events)/float64(*tasks), 2)
-	if pgbenchTPS > 0 {
-		res.PgbenchTPS = round(pgbenchTPS, 1)
-		res.VsPgbench = round(res.TasksPerSecond/pgbenchTPS, 2)
+	if len(pgbenchTPS) == 2 {
+		mean := (pgbenchTPS[0] + pgbenchTPS[1]) / 2
+		res.PgbenchTPS, res.PgbenchBefore, res.PgbenchAfter = round(mean, 1), round(pgbenchTPS[0], 1), round(pgbenchTPS[1], 1)
+		res.VsPgbench = round(res.TasksPerSecond/mean, 2)
 	}
 	out, _ := json.Marshal(res)
 	fmt.Fprintln(env.stdout, string(out))
@@ -229,28 +270,6 @@ func benchWait(ctx context.Context, env *cliEnv, allDone <-chan struct{}, done *
 			last, lastAt = n, now
 		}
 	}
-}
-
-// benchPgbench runs pgbench on its own fresh database of the same server.
-func benchPgbench(ctx context.Context, env *cliEnv, server, name string, d time.Duration) (float64, error) {
-	url, err := store.RecreateDatabase(ctx, server, name)
-	if err != nil {
-		return 0, err
-	}
-	defer func() {
-		dropCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := store.DropDatabase(dropCtx, server, name); err != nil {
-			env.logger.Warn("Could not drop the pgbench database", "database", name, "error", err)
-		}
-	}()
-	env.logger.Info("Measuring pgbench one-row UPDATEs, 16 clients", "seconds", d.Seconds())
-	tps, err := runPgbench(ctx, url, d)
-	if err != nil {
-		return 0, err
-	}
-	env.logger.Info("pgbench done", "tps", round(tps, 1))
-	return tps, nil
 }
 
 func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Pool, teamID, userID string, rate float64, dur time.Duration, remote bool) (benchResult, error) {

@@ -24,31 +24,43 @@ UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
 
 var pgbenchTPS = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
 
-// runPgbench measures pgbench's one-row-UPDATE transactions per second at 16
-// clients on dbURL for d, so the queue's figure has its reference from the
-// same cluster in the same run.
-func runPgbench(ctx context.Context, dbURL string, d time.Duration) (float64, error) {
+// pgbenchRef is the reference the queue is measured against: pgbench's own
+// database on the benchmarked server, initialised once and run right before
+// and right after the burn-down, so a machine whose speed drifts over the
+// minutes of a run (seen here: ±40%) moves both figures alike.
+type pgbenchRef struct {
+	bin, url, script, dir string
+}
+
+// newPgbench initialises pgbench's tables (scale 10) in the database of url.
+func newPgbench(ctx context.Context, url string) (*pgbenchRef, error) {
 	bin, err := pgcluster.Tool("pgbench")
 	if err != nil {
-		return 0, fmt.Errorf("pgbench not found (install Debian's postgresql-client, or pass --pgbench 0): %w", err)
+		return nil, fmt.Errorf("pgbench not found (install Debian's postgresql-client, or pass --pgbench 0): %w", err)
 	}
 	dir, err := os.MkdirTemp("", "fd-pgbench-")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	script := filepath.Join(dir, "update.sql")
-	if err := os.WriteFile(script, []byte(pgbenchScript), 0o644); err != nil {
-		return 0, err
+	p := &pgbenchRef{bin: bin, url: url, script: filepath.Join(dir, "update.sql"), dir: dir}
+	if err := os.WriteFile(p.script, []byte(pgbenchScript), 0o644); err != nil {
+		p.close()
+		return nil, err
 	}
-	if out, err := exec.CommandContext(ctx, bin, "-i", "-q", "-s", "10", dbURL).CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("pgbench -i: %w: %s", err, bytes.TrimSpace(out))
+	if out, err := exec.CommandContext(ctx, bin, "-i", "-q", "-s", "10", url).CombinedOutput(); err != nil {
+		p.close()
+		return nil, fmt.Errorf("pgbench -i: %w: %s", err, bytes.TrimSpace(out))
 	}
-	// After the set-up's writes, as the burn-down (a refusal only makes the
-	// figure noisier; bench queue warns about it there).
-	_ = store.Checkpoint(ctx, dbURL)
+	return p, nil
+}
+
+// run measures one-row-UPDATE transactions per second at 16 clients for d,
+// after a checkpoint, as the burn-down starts after one (a refusal only
+// makes the figure noisier; bench queue warns about it there).
+func (p *pgbenchRef) run(ctx context.Context, d time.Duration) (float64, error) {
+	_ = store.Checkpoint(ctx, p.url)
 	secs := strconv.Itoa(max(1, int(d.Round(time.Second).Seconds())))
-	out, err := exec.CommandContext(ctx, bin, "-n", "-c", "16", "-j", "2", "-T", secs, "-f", script, dbURL).CombinedOutput()
+	out, err := exec.CommandContext(ctx, p.bin, "-n", "-c", "16", "-j", "2", "-T", secs, "-f", p.script, p.url).CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("pgbench: %w: %s", err, bytes.TrimSpace(out))
 	}
@@ -58,3 +70,5 @@ func runPgbench(ctx context.Context, dbURL string, d time.Duration) (float64, er
 	}
 	return strconv.ParseFloat(string(m[1]), 64)
 }
+
+func (p *pgbenchRef) close() { _ = os.RemoveAll(p.dir) }
