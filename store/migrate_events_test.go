@@ -1,9 +1,6 @@
 package store_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 	"time"
 
@@ -12,7 +9,6 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
-	"flightdeck/internal/dbtest"
 	"flightdeck/migrations"
 	"flightdeck/store"
 	"flightdeck/workflow/task"
@@ -24,16 +20,7 @@ import (
 func TestEventBatchMigrationKeepsEvents(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "fd_migrate_" + hex.EncodeToString(b)
-	url, err := store.RecreateDatabase(ctx, dbtest.BaseURL(t), name)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = store.DropDatabase(ctx, dbtest.BaseURL(t), name)
-	})
+	url := unmigratedDatabase(t)
 	pool, err := pgxpool.New(ctx, url)
 	require.NoError(t, err)
 	defer pool.Close()

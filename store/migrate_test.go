@@ -20,19 +20,7 @@ import (
 func TestMigrateTwiceInParallel(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "fd_migrate_" + hex.EncodeToString(b)
-	url, err := store.RecreateDatabase(ctx, dbtest.BaseURL(t), name)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if pool, err := pgxpool.New(ctx, dbtest.BaseURL(t)); err == nil {
-			_, _ = pool.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			pool.Close()
-		}
-	})
+	url := unmigratedDatabase(t)
 
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
@@ -63,4 +51,21 @@ func TestMigrateTwiceInParallel(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM goose_db_version WHERE version_id > 0`).Scan(&n))
 	require.Equal(t, len(files), n, "each migration applied exactly once")
 	require.NoError(t, store.New(pool).Migrate(ctx, nil), "a second run is a no-op")
+}
+
+// unmigratedDatabase creates an empty database of its own, dropped when the
+// test ends, for tests that run the migrations themselves.
+func unmigratedDatabase(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "fd_migrate_" + hex.EncodeToString(b)
+	url, err := store.RecreateDatabase(t.Context(), dbtest.BaseURL(t), name)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = store.DropDatabase(ctx, dbtest.BaseURL(t), name)
+	})
+	return url
 }
