@@ -84,33 +84,21 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	name := "fd_bench_" + hex.EncodeToString(b)
-	dbURL, err := store.RecreateDatabase(ctx, server, name)
+	dbURL, drop, err := benchDatabase(ctx, env, server, name)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		dropCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := store.DropDatabase(dropCtx, server, name); err != nil {
-			env.logger.Warn("Could not drop the benchmark database", "database", name, "error", err)
-		}
-	}()
+	defer drop()
 	// pgbench's reference: set up now, measured right before and right
 	// after the burn-down (measurePgbench).
 	var pg *pgbenchRef
 	if *pgbenchFor > 0 {
 		pgName := name + "_pgbench"
-		pgURL, err := store.RecreateDatabase(ctx, server, pgName)
+		pgURL, drop, err := benchDatabase(ctx, env, server, pgName)
 		if err != nil {
 			return err
 		}
-		defer func() {
-			dropCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := store.DropDatabase(dropCtx, server, pgName); err != nil {
-				env.logger.Warn("Could not drop the pgbench database", "database", pgName, "error", err)
-			}
-		}()
+		defer drop()
 		env.logger.Info("Setting up pgbench", "database", pgName)
 		if pg, err = newPgbench(ctx, pgURL); err != nil {
 			return err
@@ -251,6 +239,21 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	out, _ := json.Marshal(res)
 	fmt.Fprintln(env.stdout, string(out))
 	return nil
+}
+
+// benchDatabase creates a fresh database name on server; drop removes it
+// (it outlives ctx, so an interrupted run cleans up too).
+func benchDatabase(ctx context.Context, env *cliEnv, server, name string) (url string, drop func(), err error) {
+	if url, err = store.RecreateDatabase(ctx, server, name); err != nil {
+		return "", nil, err
+	}
+	return url, func() {
+		dropCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := store.DropDatabase(dropCtx, server, name); err != nil {
+			env.logger.Warn("Could not drop a benchmark database", "database", name, "error", err)
+		}
+	}, nil
 }
 
 // benchWait waits for the burn-down, saying how far it is every 5 seconds.
