@@ -414,13 +414,6 @@ func finalEvent(s task.State, out Outcome) task.Event {
 	return task.Event{Type: task.EventTaskState, Status: status, Message: msg, Data: data}
 }
 
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 // interrupt cancels a held task's context with cause.
 func (p *Pool) interrupt(id string, cause error) {
 	p.mu.Lock()

@@ -158,13 +158,22 @@ func (b *testBundle) gapFreeEvents(t *testing.T, id string, want []task.EventTyp
 // runPool runs an in-process pool until the test ends.
 func (b *testBundle) runPool(t *testing.T, h queue.Handler, cfg queue.Config) *queue.Pool {
 	t.Helper()
+	return b.startPool(t, h, cfg, true)
+}
+
+// startPool runs a pool until the test ends, woken by NOTIFY when notify
+// is set (otherwise only in-process and by its poll).
+func (b *testBundle) startPool(t *testing.T, h queue.Handler, cfg queue.Config, notify bool) *queue.Pool {
+	t.Helper()
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	n := event.NewNotifier(b.store, nil)
 	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: h}, nil, cfg)
-	p.Attach(n)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = n.Run(ctx) })
+	if notify {
+		n := event.NewNotifier(b.store, nil)
+		p.Attach(n)
+		wg.Go(func() { _ = n.Run(ctx) })
+	}
 	wg.Go(func() { _ = p.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return p
@@ -484,12 +493,7 @@ func TestSubmitInTheSameProcessWakesThePool(t *testing.T) {
 	h := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
 		return queue.Outcome{State: task.StateCompleted}
 	})
-	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: h}, nil,
-		queue.Config{Workers: 2, PollInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = p.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	b.startPool(t, h, queue.Config{Workers: 2, PollInterval: time.Hour}, false)
 	for range 3 {
 		tk := testfactory.Task(t, b.store, b.user, nil)
 		b.waitState(t, tk.ID, task.StateCompleted, 20*time.Second)
