@@ -15,7 +15,7 @@ import (
 
 // Channels flightdeck NOTIFYs on.
 const (
-	ChannelTaskReady  = "task_ready"  // a task became claimable; payload "" (new) or "requeue" (claimable again)
+	ChannelTaskReady  = "task_ready"  // a task became claimable; payload parts "" (new) or "requeue" (claimable again), each "@origin" when a store sent it (store.TaskReadyFromElsewhere)
 	ChannelTaskEvents = "task_events" // "task_id:last_seq[,task_id:last_seq…]"
 	ChannelTaskCancel = "task_cancel" // payload: task id
 )
