@@ -47,6 +47,14 @@ type benchResult struct {
 	PgbenchBefore float64 `json:"pgbench_tps_before,omitempty"`
 	PgbenchAfter  float64 `json:"pgbench_tps_after,omitempty"`
 	VsPgbench     float64 `json:"vs_pgbench,omitempty"`
+	// Work per unit, which a drifting machine moves less than rates (see
+	// cpuBusy): the machine's busy CPU µs per task of the burn-down and per
+	// pgbench transaction (the mean of both runs), and the second over the
+	// first: how many tasks the queue works in the CPU time pgbench spends
+	// on one transaction.
+	CPUPerTask      float64 `json:"cpu_us_per_task,omitempty"`
+	PgbenchCPUPerTx float64 `json:"pgbench_cpu_us_per_tx,omitempty"`
+	VsPgbenchCPU    float64 `json:"vs_pgbench_cpu,omitempty"`
 }
 
 // runBench: `flightdeck bench queue`. It works on a fresh database so it
@@ -105,18 +113,18 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		defer pg.close()
 	}
-	var pgbenchTPS []float64
+	var pgbenchTPS, pgbenchCPU []float64
 	measurePgbench := func() error {
 		if pg == nil {
 			return nil
 		}
 		env.logger.Info("Measuring pgbench one-row UPDATEs, 16 clients", "seconds", pgbenchFor.Seconds())
-		tps, err := pg.run(ctx, *pgbenchFor)
+		tps, cpu, err := pg.run(ctx, *pgbenchFor)
 		if err != nil {
 			return err
 		}
-		env.logger.Info("pgbench done", "tps", round(tps, 1))
-		pgbenchTPS = append(pgbenchTPS, tps)
+		env.logger.Info("pgbench done", "tps", round(tps, 1), "cpu_us_per_tx", round(cpu, 1))
+		pgbenchTPS, pgbenchCPU = append(pgbenchTPS, tps), append(pgbenchCPU, cpu)
 		return nil
 	}
 	pool, err := store.Open(ctx, dbURL, int32(min(*workers+10, 60)))
@@ -195,12 +203,12 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	poolCtx, stopPool := context.WithCancel(ctx)
 	var poolWG sync.WaitGroup
 	defer func() { stopPool(); poolWG.Wait() }()
-	start := time.Now()
+	start, cpu := time.Now(), startCPU()
 	poolWG.Go(func() { _ = p.Run(poolCtx) })
 	if err := benchWait(ctx, env, allDone, &done, *tasks); err != nil {
 		return err
 	}
-	elapsed := time.Since(start).Seconds()
+	elapsed, cpuPerTask := time.Since(start).Seconds(), cpu.perOp(int64(*tasks))
 	var events int64
 	if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(last_seq - first_seq + 1), 0) FROM task_event_batches`).Scan(&events); err != nil {
 		return err
@@ -235,6 +243,13 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		mean := (pgbenchTPS[0] + pgbenchTPS[1]) / 2
 		res.PgbenchTPS, res.PgbenchBefore, res.PgbenchAfter = round(mean, 1), round(pgbenchTPS[0], 1), round(pgbenchTPS[1], 1)
 		res.VsPgbench = round(res.TasksPerSecond/mean, 2)
+		if cpuPerTask > 0 && pgbenchCPU[0] > 0 && pgbenchCPU[1] > 0 {
+			perTx := (pgbenchCPU[0] + pgbenchCPU[1]) / 2
+			res.CPUPerTask, res.PgbenchCPUPerTx = round(cpuPerTask, 1), round(perTx, 1)
+			res.VsPgbenchCPU = round(perTx/cpuPerTask, 2)
+		}
+	} else if cpuPerTask > 0 {
+		res.CPUPerTask = round(cpuPerTask, 1)
 	}
 	out, _ := json.Marshal(res)
 	fmt.Fprintln(env.stdout, string(out))

@@ -22,7 +22,10 @@ const pgbenchScript = `\set aid random(1, 100000 * :scale)
 UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
 `
 
-var pgbenchTPS = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+var (
+	pgbenchTPS = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+	pgbenchTxs = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
+)
 
 // pgbenchRef is the reference the queue is measured against: pgbench's own
 // database on the benchmarked server, initialised once and run right before
@@ -56,19 +59,29 @@ func newPgbench(ctx context.Context, url string) (*pgbenchRef, error) {
 
 // run measures one-row-UPDATE transactions per second at 16 clients for d,
 // after a checkpoint, as the burn-down starts after one (a refusal only
-// makes the figure noisier; bench queue warns about it there).
-func (p *pgbenchRef) run(ctx context.Context, d time.Duration) (float64, error) {
+// makes the figure noisier; bench queue warns about it there), and the
+// machine's busy CPU µs per transaction (0 if unknown; see cpuBusy).
+func (p *pgbenchRef) run(ctx context.Context, d time.Duration) (tps, cpuPerTx float64, err error) {
 	_ = store.Checkpoint(ctx, p.url)
 	secs := strconv.Itoa(max(1, int(d.Round(time.Second).Seconds())))
+	cpu := startCPU()
 	out, err := exec.CommandContext(ctx, p.bin, "-n", "-c", "16", "-j", "2", "-T", secs, "-f", p.script, p.url).CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("pgbench: %w: %s", err, bytes.TrimSpace(out))
+		return 0, 0, fmt.Errorf("pgbench: %w: %s", err, bytes.TrimSpace(out))
 	}
 	m := pgbenchTPS.FindSubmatch(out)
 	if m == nil {
-		return 0, fmt.Errorf("pgbench printed no tps: %s", bytes.TrimSpace(out))
+		return 0, 0, fmt.Errorf("pgbench printed no tps: %s", bytes.TrimSpace(out))
 	}
-	return strconv.ParseFloat(string(m[1]), 64)
+	if tps, err = strconv.ParseFloat(string(m[1]), 64); err != nil {
+		return 0, 0, err
+	}
+	if m := pgbenchTxs.FindSubmatch(out); m != nil {
+		if n, err := strconv.ParseInt(string(m[1]), 10, 64); err == nil {
+			cpuPerTx = cpu.perOp(n)
+		}
+	}
+	return tps, cpuPerTx, nil
 }
 
 func (p *pgbenchRef) close() { _ = os.RemoveAll(p.dir) }
