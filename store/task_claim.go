@@ -43,6 +43,10 @@ type ClaimTx struct {
 	// FirstRun says whether any worker had run them before. LeaseToken is
 	// empty until Commit leases them.
 	Tasks []*task.Task
+	// At is the database clock when the claim began (its now()): every
+	// task submitted by a transaction that began before At minus the
+	// longest submit transaction was visible to it (see ClaimKey).
+	At time.Time
 }
 
 // TaskClaimOpen begins a claim (see ClaimTx). With no task to claim it
@@ -94,7 +98,7 @@ func (s *Store) TaskClaimOpen(ctx context.Context, limit int, after *ClaimKey) (
 			CASE WHEN t.state = 'pending' THEN 'running' ELSE t.state END, GREATEST(t.attempt, 1), t.max_attempts,
 			t.created_by, u.email, t.created_at, COALESCE(t.started_at, now()), t.finished_at, t.deadline_at,
 			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq + 1, t.progress_step, t.progress_total,
-			t.started_at IS NULL
+			t.started_at IS NULL, now()
 		FROM picked t JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by
 		ORDER BY t.priority, t.created_at, t.id`, limit, int16(from.Priority), from.CreatedAt, from.ID)
 	br := conn.SendBatch(ctx, b)
@@ -110,7 +114,7 @@ func (s *Store) TaskClaimOpen(ctx context.Context, limit int, after *ClaimKey) (
 			}
 			defer rows.Close()
 			for rows.Next() {
-				t, err := scanTaskWith(rows, func(t *task.Task) []any { return []any{&t.FirstRun} })
+				t, err := scanTaskWith(rows, func(t *task.Task) []any { return []any{&t.FirstRun, &c.At} })
 				if err != nil {
 					return err
 				}

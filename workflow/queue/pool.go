@@ -61,6 +61,7 @@ type Pool struct {
 	// hint: where the next claim's walk starts; fullClaimAt: when a claim
 	// last walked from the start (claimFrom)
 	hint         *store.ClaimKey
+	hintAt       time.Time // the database clock when hint's claim began
 	fullClaimAt  time.Time
 	fullClaimDue bool
 	jobs         sync.WaitGroup
@@ -204,7 +205,7 @@ func (p *Pool) Run(ctx context.Context) error {
 // claimer claims work whenever there are free slots and a reason to look:
 // a NOTIFY, a finished task, or the poll tick (the source of truth). Each
 // pool runs claimLanes claimers: a claim is two round trips with the
-// inline runs between them, and a second lane claims meanwhile.
+// inline runs between them, and the other lanes claim meanwhile.
 func (p *Pool) claimer(ctx, bg context.Context) {
 	tick := time.NewTicker(p.cfg.PollInterval)
 	defer tick.Stop()
