@@ -4,71 +4,85 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"flightdeck/workflow/task"
 )
 
-// A write's events are stored as one row of task_event_batches (migration
-// 00012): seqs first_seq … last_seq, the events a JSON array in seq order.
-// These helpers encode that array, decode it, and hold the SQL every writer
-// shares.
-
-// storedEvent is one element of task_event_batches.events. Zero values are
-// left out; the task id, seq and time come from the row.
-type storedEvent struct {
-	Type      task.EventType  `json:"type"`
-	Status    task.Status     `json:"status"`
-	Step      int             `json:"step"`
-	TotalStep int             `json:"total_step"`
-	StepName  string          `json:"step_name"`
-	Tool      string          `json:"tool"`
-	Message   string          `json:"message"`
-	Data      json.RawMessage `json:"data"`
-}
+// A write's events are stored as one row of task_event_batches (migrations
+// 00012 and 00015): seqs first_seq … last_seq, the events a JSON array in
+// seq order, kept as text. Each event is itself an array, by position:
+//
+//	[type, status, message, data, step, total_step, step_name, tool]
+//
+// with the trailing ones left out when they are zero (data: {}). Keys
+// repeated in every event were most of a batch's bytes. These helpers
+// encode that array, decode it, and hold the SQL every writer shares.
 
 // appendEventsJSON appends events as the stored JSON array. It is written by
 // hand because it runs for every write on the queue's hot path; Data is
-// copied as is (it is JSON our own code marshalled, and PostgreSQL checks
-// the whole array's syntax as it stores it).
+// copied as is (it is JSON our own code marshalled or built).
 func appendEventsJSON(b []byte, events []task.Event) []byte {
 	b = append(b, '[')
 	for i, e := range events {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"type":`...)
+		b = append(b, '[')
 		b = appendJSONString(b, string(e.Type))
-		b = append(b, `,"status":`...)
+		b = append(b, ',')
 		b = appendJSONString(b, string(e.Status))
-		if e.Step != 0 {
-			b = append(b, `,"step":`...)
+		b = append(b, ',')
+		b = appendJSONString(b, e.Message)
+		// how many of data, step, total_step, step_name, tool follow
+		rest := 5
+		switch {
+		case e.Tool != "":
+		case e.StepName != "":
+			rest = 4
+		case e.TotalStep != 0:
+			rest = 3
+		case e.Step != 0:
+			rest = 2
+		case !emptyData(e.Data):
+			rest = 1
+		default:
+			rest = 0
+		}
+		if rest >= 1 {
+			b = append(b, ',')
+			if emptyData(e.Data) {
+				b = append(b, '{', '}')
+			} else {
+				b = append(b, e.Data...)
+			}
+		}
+		if rest >= 2 {
+			b = append(b, ',')
 			b = strconv.AppendInt(b, int64(e.Step), 10)
 		}
-		if e.TotalStep != 0 {
-			b = append(b, `,"total_step":`...)
+		if rest >= 3 {
+			b = append(b, ',')
 			b = strconv.AppendInt(b, int64(e.TotalStep), 10)
 		}
-		if e.StepName != "" {
-			b = append(b, `,"step_name":`...)
+		if rest >= 4 {
+			b = append(b, ',')
 			b = appendJSONString(b, e.StepName)
 		}
-		if e.Tool != "" {
-			b = append(b, `,"tool":`...)
+		if rest >= 5 {
+			b = append(b, ',')
 			b = appendJSONString(b, e.Tool)
 		}
-		if e.Message != "" {
-			b = append(b, `,"message":`...)
-			b = appendJSONString(b, e.Message)
-		}
-		if len(e.Data) > 0 && string(e.Data) != "{}" && string(e.Data) != "null" {
-			b = append(b, `,"data":`...)
-			b = append(b, e.Data...)
-		}
-		b = append(b, '}')
+		b = append(b, ']')
 	}
 	return append(b, ']')
+}
+
+// emptyData: data stored as nothing (read back as {}).
+func emptyData(d json.RawMessage) bool {
+	return len(d) == 0 || string(d) == "{}" || string(d) == "null"
 }
 
 // eventsJSON is the stored array of events (nil for none).
@@ -130,20 +144,41 @@ func appendJSONString(b []byte, s string) []byte {
 
 // decodeEvents turns a stored array back into events with seqs first, first+1, ….
 func decodeEvents(taskID string, first int, at time.Time, raw []byte) ([]task.Event, error) {
-	var stored []storedEvent
+	var stored [][]json.RawMessage
 	if err := json.Unmarshal(raw, &stored); err != nil {
 		return nil, fmt.Errorf("error decoding the events of task %s from seq %d: %w", taskID, first, err)
 	}
 	out := make([]task.Event, len(stored))
-	for i, s := range stored {
-		data := s.Data
-		if len(data) == 0 {
-			data = json.RawMessage(`{}`)
+	for i, fields := range stored {
+		e := task.Event{TaskID: taskID, Seq: first + i, Data: json.RawMessage(`{}`), Time: at.UTC()}
+		if err := decodeEvent(&e, fields); err != nil {
+			return nil, fmt.Errorf("error decoding event %d of task %s: %w", first+i, taskID, err)
 		}
-		out[i] = task.Event{TaskID: taskID, Seq: first + i, Type: s.Type, Status: s.Status, Step: s.Step, TotalStep: s.TotalStep,
-			StepName: s.StepName, Tool: s.Tool, Message: s.Message, Data: data, Time: at.UTC()}
+		out[i] = e
 	}
 	return out, nil
+}
+
+// decodeEvent fills e from a stored event's fields (see appendEventsJSON).
+func decodeEvent(e *task.Event, fields []json.RawMessage) error {
+	if len(fields) < 3 || len(fields) > 8 {
+		return fmt.Errorf("%d fields, want 3 to 8", len(fields))
+	}
+	var typ, status string
+	dst := []any{&typ, &status, &e.Message, nil, &e.Step, &e.TotalStep, &e.StepName, &e.Tool}
+	for i, f := range fields {
+		if i == 3 {
+			if !emptyData(f) {
+				e.Data = append(json.RawMessage(nil), f...)
+			}
+			continue
+		}
+		if err := json.Unmarshal(f, dst[i]); err != nil {
+			return err
+		}
+	}
+	e.Type, e.Status = task.EventType(typ), task.Status(status)
+	return nil
 }
 
 // insertBatchesSQL is the statement (or CTE body) that stores each row of
@@ -156,7 +191,12 @@ func insertBatchesSQL(src string) string {
 
 // stateEventSQL builds, in SQL, one stored event the database writes itself
 // (a claim, a rescue): type, status and message are SQL expressions, data a
-// json object expression. Callers wrap events in json_build_array.
+// json object expression. Callers wrap events in eventsSQL.
 func stateEventSQL(typ, status, message, data string) string {
-	return `json_build_object('type', ` + typ + `, 'status', ` + status + `, 'message', ` + message + `, 'data', ` + data + `)`
+	return `json_build_array(` + typ + `, ` + status + `, ` + message + `, ` + data + `)`
+}
+
+// eventsSQL is the stored array of events built in SQL (stateEventSQL).
+func eventsSQL(events ...string) string {
+	return `json_build_array(` + strings.Join(events, ", ") + `)::text`
 }

@@ -72,3 +72,70 @@ func TestEventBatchMigrationKeepsEvents(t *testing.T) {
 	require.Equal(t, 3, n)
 	require.Equal(t, `a "quoted" line`, msg)
 }
+
+// TestEventTextMigrationKeepsEvents: batches stored as json objects (00012
+// to 00014) read the same after 00015 stores them positionally as text,
+// through the store and through the task_events view, and migrating down
+// brings the objects back.
+func TestEventTextMigrationKeepsEvents(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := unmigratedDatabase(t)
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	defer pool.Close()
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 14)
+	require.NoError(t, err)
+
+	var taskID string
+	require.NoError(t, pool.QueryRow(ctx, `
+		WITH tm AS (INSERT INTO teams (name) VALUES ('acme') RETURNING id),
+		u AS (INSERT INTO users (email, password_hash) VALUES ('old@acme.test', 'x') RETURNING id)
+		INSERT INTO tasks (team_id, created_by, kind, pipeline, last_seq)
+		SELECT tm.id, u.id, 'deploy', 'noop', 4 FROM tm, u RETURNING id`).Scan(&taskID))
+	_, err = pool.Exec(ctx, `
+		INSERT INTO task_event_batches (task_id, first_seq, last_seq, events, created_at) VALUES
+		($1, 1, 1, '[{"type":"task.state","status":"log","message":"Task submitted","data":{"state":"pending"}}]', '2026-01-02T03:04:05Z'),
+		($1, 2, 4, '[{"type":"step.started","status":"tool_call","step":1,"total_step":2,"step_name":"build","tool":"exec"},
+			{"type":"step.log","status":"log","step":1,"total_step":2,"step_name":"build","message":"a \"quoted\" line ü","data":{"a":null,"b":[1]}},
+			{"type":"task.state","status":"log"}]', '2026-01-02T03:04:06Z')`, taskID)
+	require.NoError(t, err)
+	viewRows := func() []string {
+		rows, err := pool.Query(ctx, `SELECT row(seq, type, status, step, total_step, step_name, tool, message, data, created_at)::text
+			FROM task_events WHERE task_id = $1 ORDER BY seq`, taskID)
+		require.NoError(t, err)
+		var out []string
+		for rows.Next() {
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			out = append(out, s)
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	before := viewRows()
+	require.Len(t, before, 4)
+
+	require.NoError(t, store.New(pool).Migrate(ctx, nil))
+	require.Equal(t, before, viewRows())
+	evs, err := store.New(pool).EventsAfter(ctx, taskID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 4)
+	require.Equal(t, task.Event{TaskID: taskID, Seq: 2, Type: task.EventStepStarted, Status: task.StatusToolCall, Step: 1, TotalStep: 2,
+		StepName: "build", Tool: "exec", Data: []byte(`{}`), Time: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC)}, evs[1])
+	require.Equal(t, `a "quoted" line ü`, evs[2].Message)
+	require.JSONEq(t, `{"a":null,"b":[1]}`, string(evs[2].Data))
+	require.Equal(t, task.Event{TaskID: taskID, Seq: 4, Type: task.EventTaskState, Status: task.StatusLog, Data: []byte(`{}`),
+		Time: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC)}, evs[3])
+
+	_, err = p.DownTo(ctx, 14)
+	require.NoError(t, err)
+	require.Equal(t, before, viewRows())
+	var typ string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT json_typeof(events->0) FROM task_event_batches WHERE task_id = $1 AND first_seq = 2`, taskID).Scan(&typ))
+	require.Equal(t, "object", typ)
+}

@@ -151,7 +151,7 @@ func (s *Store) StepWrite(ctx context.Context, taskID, token string, w StepWrite
 				progress_step = progress_step + $5,
 				progress_total = GREATEST(progress_total, $6)
 			WHERE id = $1 AND lease_token = $2
-			RETURNING id, last_seq, $4::int AS n, $15::json AS events
+			RETURNING id, last_seq, $4::int AS n, $15::text AS events
 		), st AS (
 			UPDATE task_steps SET
 				state = $8,
@@ -287,7 +287,7 @@ func (s *Store) TaskFlush(ctx context.Context, taskID, token string, steps []Ste
 				progress_step = progress_step + $4,
 				progress_total = GREATEST(progress_total, $5)
 			WHERE id = $1 AND lease_token = $2
-			RETURNING id, last_seq, $3::int AS n, $6::json AS events
+			RETURNING id, last_seq, $3::int AS n, $6::text AS events
 		), st AS (
 			`+upsertStepsSQL("t", 7)+`
 		), ev AS (

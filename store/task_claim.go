@@ -236,11 +236,11 @@ func (c *ClaimTx) Commit(ctx context.Context, owner string, lease time.Duration,
 			RETURNING t.id, t.state, t.attempt, t.lease_owner, t.lease_token, t.last_seq
 		), leased_events AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT id, last_seq, last_seq, json_build_array(`+stateEventSQL(`'task.state'`, `'log'`, `'`+claimEventMessage+`'`,
-		`json_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)`)+`)
+			SELECT id, last_seq, last_seq, `+eventsSQL(stateEventSQL(`'task.state'`, `'log'`, `'`+claimEventMessage+`'`,
+		`json_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)`))+`
 			FROM leased
 		), input AS (
-			SELECT * FROM unnest($4::uuid[], $5::text[], $6::text[], $7::jsonb[], $8::timestamptz[], $9::int[], $10::int[], $11::int[], $12::json[])
+			SELECT * FROM unnest($4::uuid[], $5::text[], $6::text[], $7::jsonb[], $8::timestamptz[], $9::int[], $10::int[], $11::int[], $12::text[])
 				AS i(id, state, error, result, run_after, n, done, total, events)
 		), finished AS (
 			UPDATE tasks t SET

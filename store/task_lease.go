@@ -130,7 +130,7 @@ func (s *Store) TaskFinish(ctx context.Context, fs []Finish) (map[string]bool, e
 	rows, err := s.pool.Query(ctx, `
 		WITH input AS (
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[], $7::bool[],
-				$8::int[], $9::int[], $10::int[], $11::json[])
+				$8::int[], $9::int[], $10::int[], $11::text[])
 				AS i(id, token, state, error, result, run_after, bump, n, done, total, events)
 		), upd AS (
 			UPDATE tasks t SET
@@ -213,9 +213,9 @@ func (s *Store) TaskRescue(ctx context.Context, limit int) (int, error) {
 		), ev AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
 			SELECT id, CASE WHEN state = 'failed' THEN last_seq - 1 ELSE last_seq END, last_seq,
-				CASE WHEN state = 'failed' THEN json_build_array(`+lost+`,
-					`+stateEventSQL(`'task.failed'`, `'error'`, `'Task failed: worker lost too many times'`, `json_build_object('state', state)`)+`)
-				ELSE json_build_array(`+lost+`) END
+				CASE WHEN state = 'failed' THEN `+eventsSQL(lost,
+		stateEventSQL(`'task.failed'`, `'error'`, `'Task failed: worker lost too many times'`, `json_build_object('state', state)`))+`
+				ELSE `+eventsSQL(lost)+` END
 			FROM upd
 		)
 		SELECT count(*),
