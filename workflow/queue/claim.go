@@ -13,11 +13,12 @@ import (
 // write the finished ones in one statement (ClaimTx.Commit). The claimer
 // loop that calls claim is in pool.go.
 
-// claimLanes is how many claimers a pool runs. With two, the database sat
-// idle while both lanes ran their inline tasks or encoded their commits:
-// a 300k burn-down kept 1.3–1.7 of this machine's 2 cores busy, against
-// 1.7–1.8 with three (bench queue's cpu_us_per_task × tasks_per_second).
-const claimLanes = 3
+// claimLanes is how many claimers a pool runs. Three kept a few more of
+// this machine's cores busy in some runs, but cost 4% more instructions per
+// task (smaller claims, more collisions between lanes; 414k against 397k
+// per task over a 200k burn-down, `perf stat -a`), and the gain did not
+// hold over a noisy machine's runs.
+const claimLanes = 2
 
 // claim makes one claim of up to n tasks (n: the free slots it reserved,
 // at most ClaimBatch) and returns n and how many it got. Tasks whose

@@ -205,7 +205,7 @@ func (p *Pool) Run(ctx context.Context) error {
 // claimer claims work whenever there are free slots and a reason to look:
 // a NOTIFY, a finished task, or the poll tick (the source of truth). Each
 // pool runs claimLanes claimers: a claim is two round trips with the
-// inline runs between them, and the other lanes claim meanwhile.
+// inline runs between them, and the other lane claims meanwhile.
 func (p *Pool) claimer(ctx, bg context.Context) {
 	tick := time.NewTicker(p.cfg.PollInterval)
 	defer tick.Stop()

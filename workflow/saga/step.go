@@ -158,8 +158,8 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 	if runErr != nil {
 		outcome = "error"
 	}
-	rn.j.Emit(rn.event(ps, task.EventToolExecuted, task.StatusToolResult, name, fmt.Sprintf("%s finished: %s", name, outcome),
-		toolData{Tool: name, DurationMS: time.Since(start).Milliseconds(), Outcome: outcome, Compensating: compensating}))
+	rn.j.Emit(rn.event(ps, task.EventToolExecuted, task.StatusToolResult, name, name+" finished: "+outcome,
+		toolData{Tool: name, DurationMS: time.Since(start).Milliseconds(), Outcome: outcome, Compensating: compensating}.json()))
 	if runErr != nil {
 		return nil, runErr
 	}
@@ -169,13 +169,43 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 	return res, nil
 }
 
-// Event data of the hot path, as a struct: marshalling a map sorts its
-// keys by reflection on every event.
+// toolData is the data of a tool.executed event, one per step attempt.
 type toolData struct {
 	Tool         string `json:"tool"`
 	DurationMS   int64  `json:"duration_ms"`
 	Outcome      string `json:"outcome"`
 	Compensating bool   `json:"compensating"`
+}
+
+// json encodes d without reflection when its strings need no escaping
+// (action names and outcomes are plain words); otherwise as json.Marshal
+// does.
+func (d toolData) json() json.RawMessage {
+	if !plainWord(d.Tool) || !plainWord(d.Outcome) {
+		b, _ := json.Marshal(d)
+		return b
+	}
+	b := make([]byte, 0, 80+len(d.Tool))
+	b = append(b, `{"tool":"`...)
+	b = append(b, d.Tool...)
+	b = append(b, `","duration_ms":`...)
+	b = strconv.AppendInt(b, d.DurationMS, 10)
+	b = append(b, `,"outcome":"`...)
+	b = append(b, d.Outcome...)
+	b = append(b, `","compensating":`...)
+	b = strconv.AppendBool(b, d.Compensating)
+	return append(b, '}')
+}
+
+// plainWord: s is safe inside a JSON string as it is.
+func plainWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':' || c == '/') {
+			return false
+		}
+	}
+	return true
 }
 
 // lineLogger turns output lines into step.log events, at most rate per
