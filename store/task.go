@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -133,22 +134,34 @@ type TaskListParams struct {
 }
 
 // TaskList returns tasks newest first, and the cursor of the next page (""
-// when there is none). The cursor is the last row's (created_at, id), so
-// paging stays an index range scan however deep it goes.
+// when there is none). The cursor is the last row's (created_at, id).
+//
+// Each of the caller's teams and each state (or the one filtered) is read
+// apart, newest first, from tasks_team_id_state_created_at_idx, at most a
+// page each, and the pieces are merged: every piece is an index range scan
+// however deep the history or the paging goes, and tasks need no second
+// index by team and time (one entry fewer written per task change). A
+// single scan over "team_id = ANY(…)" cannot return rows in time order,
+// so it read and sorted the teams' whole history instead.
 func (s *Store) TaskList(ctx context.Context, p TaskListParams) ([]*task.Task, string, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 50
 	}
 	limit = min(limit, 200)
-	where := []string{"t.team_id = ANY($1)"}
-	args := []any{p.TeamIDs}
+	states := make([]string, 0, len(task.States))
+	if p.State != "" {
+		states = append(states, p.State)
+	} else {
+		for _, st := range task.States {
+			states = append(states, string(st))
+		}
+	}
+	where := []string{"t.team_id = team.id", "t.state = st.state"}
+	args := []any{p.TeamIDs, states}
 	add := func(cond string, v any) {
 		args = append(args, v)
 		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
-	if p.State != "" {
-		add("t.state = $%d", p.State)
 	}
 	if p.Kind != "" {
 		add("t.kind = $%d", p.Kind)
@@ -157,7 +170,7 @@ func (s *Store) TaskList(ctx context.Context, p TaskListParams) ([]*task.Task, s
 		add("t.pipeline = $%d", p.Pipeline)
 	}
 	if p.CreatedBy != "" {
-		add("u.email = $%d", p.CreatedBy)
+		add("t.created_by IN (SELECT id FROM users WHERE email = $%d)", p.CreatedBy)
 	}
 	if p.Before != "" {
 		at, id, err := decodeCursor(p.Before)
@@ -168,8 +181,11 @@ func (s *Store) TaskList(ctx context.Context, p TaskListParams) ([]*task.Task, s
 		where = append(where, fmt.Sprintf("(t.created_at, t.id) < ($%d, $%d)", len(args)-1, len(args)))
 	}
 	args = append(args, limit+1)
-	q := `SELECT ` + taskColumns + ` ` + taskFrom + ` WHERE ` + strings.Join(where, " AND ") +
-		fmt.Sprintf(` ORDER BY t.created_at DESC, t.id DESC LIMIT $%d`, len(args))
+	order := ` ORDER BY t.created_at DESC, t.id DESC LIMIT $` + strconv.Itoa(len(args))
+	q := `SELECT ` + taskColumns + `
+		FROM (SELECT DISTINCT unnest($1::uuid[]) AS id) team CROSS JOIN unnest($2::text[]) AS st(state)
+		CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE ` + strings.Join(where, " AND ") + order + `) t
+		JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by` + order
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, "", interpretError(err)

@@ -1,0 +1,84 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"flightdeck/internal/auth"
+	"flightdeck/internal/dbtest"
+	"flightdeck/internal/testfactory"
+	"flightdeck/store"
+	"flightdeck/workflow/task"
+)
+
+// TaskList reads each team and state apart and merges them: paged through,
+// it gives exactly what one sorted scan of the teams' tasks gives, ties in
+// created_at broken by id, with every filter.
+func TestTaskListMergesTeamsAndStates(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	a := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	b := testfactory.User(t, st, "b@beta.test", "beta", auth.RoleDeployer)
+	other := testfactory.User(t, st, "c@other.test", "other", auth.RoleDeployer)
+	for i := range 40 {
+		u := []*auth.User{a, b, other}[i%3]
+		pl := []string{"noop", "deploy-web"}[i%2]
+		_, _, err := st.TaskInsert(ctx, store.TaskInsertParams{TeamID: u.Memberships[0].TeamID, CreatedByID: u.ID, Kind: task.KindDeploy,
+			Pipeline: pl, Priority: task.PriorityNormal, RequestHash: []byte{byte(i)}})
+		require.NoError(t, err)
+	}
+	// States spread over all of them; times in pairs, so ids break ties.
+	_, err := st.Pool().Exec(ctx, `
+		WITH n AS (SELECT id, row_number() OVER (ORDER BY id) AS i FROM tasks)
+		UPDATE tasks t SET state = ($1::text[])[1 + n.i % 10], created_at = '2026-01-01'::timestamptz + make_interval(secs => (n.i / 2)::int)
+		FROM n WHERE n.id = t.id`, func() []string {
+		var s []string
+		for _, x := range task.States {
+			s = append(s, string(x))
+		}
+		return s
+	}())
+	require.NoError(t, err)
+	teams := append(a.TeamIDs(), b.TeamIDs()...)
+
+	for _, p := range []store.TaskListParams{
+		{},
+		{State: "completed"},
+		{Pipeline: "noop"},
+		{CreatedBy: "b@beta.test"},
+		{Kind: "deploy", State: "pending"},
+	} {
+		want := []string{}
+		rows, err := st.Pool().Query(ctx, `
+			SELECT t.id::text FROM tasks t JOIN users u ON u.id = t.created_by
+			WHERE t.team_id = ANY($1) AND ($2 = '' OR t.state = $2) AND ($3 = '' OR t.pipeline = $3)
+				AND ($4 = '' OR u.email = $4) AND ($5 = '' OR t.kind = $5)
+			ORDER BY t.created_at DESC, t.id DESC`, teams, p.State, p.Pipeline, p.CreatedBy, p.Kind)
+		require.NoError(t, err)
+		for rows.Next() {
+			var id string
+			require.NoError(t, rows.Scan(&id))
+			want = append(want, id)
+		}
+		require.NoError(t, rows.Err())
+		require.NotEmpty(t, want)
+
+		got := []string{}
+		p.TeamIDs, p.Limit = append(teams, teams[0]), 3 // a repeated team is read once
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 40)
+			list, next, err := st.TaskList(ctx, p)
+			require.NoError(t, err)
+			for _, tk := range list {
+				got = append(got, tk.ID)
+			}
+			if next == "" {
+				break
+			}
+			p.Before = next
+		}
+		require.Equal(t, want, got, "%+v", p)
+	}
+}
