@@ -14,8 +14,9 @@ import (
 
 // Store is the database handle every service shares.
 type Store struct {
-	pool *pgxpool.Pool
-	wake wakeups
+	pool  *pgxpool.Pool
+	wake  wakeups
+	names names
 }
 
 // New wraps a pool.

@@ -94,12 +94,12 @@ func (s *Store) TaskClaimOpen(ctx context.Context, limit int, after *ClaimKey) (
 			ORDER BY priority, created_at, id
 			LIMIT $1
 		)
-		SELECT t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority,
+		SELECT t.id, t.team_id, '', t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority,
 			CASE WHEN t.state = 'pending' THEN 'running' ELSE t.state END, GREATEST(t.attempt, 1), t.max_attempts,
-			t.created_by, u.email, t.created_at, COALESCE(t.started_at, now()), t.finished_at, t.deadline_at,
+			t.created_by, '', t.created_at, COALESCE(t.started_at, now()), t.finished_at, t.deadline_at,
 			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq + 1, t.progress_step, t.progress_total,
 			t.started_at IS NULL, now()
-		FROM picked t JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by
+		FROM picked t -- team names and emails come from s.names
 		ORDER BY t.priority, t.created_at, t.id`, limit, int16(from.Priority), from.CreatedAt, from.ID)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
@@ -133,6 +133,10 @@ func (s *Store) TaskClaimOpen(ctx context.Context, limit int, after *ClaimKey) (
 	if len(c.Tasks) == 0 {
 		c.Rollback()
 		return nil, nil
+	}
+	if err := s.names.fill(ctx, conn, c.Tasks); err != nil {
+		c.Rollback()
+		return nil, fmt.Errorf("error claiming tasks: %w", err)
 	}
 	return c, nil
 }

@@ -96,3 +96,26 @@ func TestClaimFinishesOnlyFirstRuns(t *testing.T) {
 	require.Len(t, steps, 1)
 	require.Equal(t, "completed", steps[0].State)
 }
+
+// A claim names each task's team and creator, from the database the first
+// time and from the store's cache after that.
+func TestClaimNamesTeamsAndCreators(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	a := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	b := testfactory.User(t, st, "b@beta.test", "beta", auth.RoleDeployer)
+	for range 2 {
+		want := map[string][2]string{}
+		for _, u := range []*auth.User{a, b, a} {
+			tk := testfactory.Task(t, st, u, nil)
+			want[tk.ID] = [2]string{u.Memberships[0].Team, u.Email}
+		}
+		tasks, err := st.TaskClaim(ctx, "w1", 10, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, tasks, 3)
+		for _, tk := range tasks {
+			require.Equal(t, want[tk.ID], [2]string{tk.Team, tk.CreatedBy})
+		}
+	}
+}
