@@ -9,6 +9,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
+	"flightdeck/internal/dbtest"
 	"flightdeck/migrations"
 	"flightdeck/store"
 	"flightdeck/workflow/task"
@@ -20,24 +21,9 @@ import (
 func TestEventBatchMigrationKeepsEvents(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	url := unmigratedDatabase(t)
-	pool, err := pgxpool.New(ctx, url)
-	require.NoError(t, err)
-	defer pool.Close()
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	require.NoError(t, err)
-	_, err = p.UpTo(ctx, 11)
-	require.NoError(t, err)
-
-	var taskID string
-	require.NoError(t, pool.QueryRow(ctx, `
-		WITH tm AS (INSERT INTO teams (name) VALUES ('acme') RETURNING id),
-		u AS (INSERT INTO users (email, password_hash) VALUES ('old@acme.test', 'x') RETURNING id)
-		INSERT INTO tasks (team_id, created_by, kind, pipeline, last_seq)
-		SELECT tm.id, u.id, 'deploy', 'noop', 3 FROM tm, u RETURNING id`).Scan(&taskID))
-	_, err = pool.Exec(ctx, `
+	pool, p := databaseAt(t, 11)
+	taskID := oldTask(t, pool, 3)
+	_, err := pool.Exec(ctx, `
 		INSERT INTO task_events (task_id, seq, type, status, step, total_step, step_name, tool, message, data, created_at, txid) VALUES
 		($1, 1, 'task.state', 'log', 0, 0, '', '', 'Task submitted', '{"state":"pending"}', '2026-01-02T03:04:05Z', NULL),
 		($1, 2, 'step.started', 'tool_call', 1, 2, 'build', 'exec', '', '{}', '2026-01-02T03:04:06Z', '12345'),
@@ -53,15 +39,7 @@ func TestEventBatchMigrationKeepsEvents(t *testing.T) {
 	require.Equal(t, `a "quoted" line`, evs[2].Message)
 	require.JSONEq(t, `{"a":null,"b":[1]}`, string(evs[2].Data))
 	require.JSONEq(t, `{"state":"pending"}`, string(evs[0].Data))
-	var txids []string
-	rows, err := pool.Query(ctx, `SELECT txid::text FROM task_event_batches WHERE task_id = $1 ORDER BY last_seq`, taskID)
-	require.NoError(t, err)
-	for rows.Next() {
-		var s string
-		require.NoError(t, rows.Scan(&s))
-		txids = append(txids, s)
-	}
-	require.NoError(t, rows.Err())
+	txids := dbtest.Strings(t, pool, `SELECT txid::text FROM task_event_batches WHERE task_id = $1 ORDER BY last_seq`, taskID)
 	require.Equal(t, []string{"0", "12345", "12346"}, txids, "outbox positions kept; none (0) stays behind every cursor")
 
 	_, err = p.DownTo(ctx, 11)
@@ -80,24 +58,9 @@ func TestEventBatchMigrationKeepsEvents(t *testing.T) {
 func TestEventTextMigrationKeepsEvents(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	url := unmigratedDatabase(t)
-	pool, err := pgxpool.New(ctx, url)
-	require.NoError(t, err)
-	defer pool.Close()
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	require.NoError(t, err)
-	_, err = p.UpTo(ctx, 14)
-	require.NoError(t, err)
-
-	var taskID string
-	require.NoError(t, pool.QueryRow(ctx, `
-		WITH tm AS (INSERT INTO teams (name) VALUES ('acme') RETURNING id),
-		u AS (INSERT INTO users (email, password_hash) VALUES ('old@acme.test', 'x') RETURNING id)
-		INSERT INTO tasks (team_id, created_by, kind, pipeline, last_seq)
-		SELECT tm.id, u.id, 'deploy', 'noop', 4 FROM tm, u RETURNING id`).Scan(&taskID))
-	_, err = pool.Exec(ctx, `
+	pool, p := databaseAt(t, 14)
+	taskID := oldTask(t, pool, 4)
+	_, err := pool.Exec(ctx, `
 		INSERT INTO task_event_batches (task_id, first_seq, last_seq, events, created_at) VALUES
 		($1, 1, 1, '[{"type":"task.state","status":"log","message":"Task submitted","data":{"state":"pending"}}]', '2026-01-02T03:04:05Z'),
 		($1, 2, 4, '[{"type":"step.started","status":"tool_call","step":1,"total_step":2,"step_name":"build","tool":"exec"},
@@ -105,17 +68,8 @@ func TestEventTextMigrationKeepsEvents(t *testing.T) {
 			{"type":"task.state","status":"log"}]', '2026-01-02T03:04:06Z')`, taskID)
 	require.NoError(t, err)
 	viewRows := func() []string {
-		rows, err := pool.Query(ctx, `SELECT row(seq, type, status, step, total_step, step_name, tool, message, data, created_at)::text
+		return dbtest.Strings(t, pool, `SELECT row(seq, type, status, step, total_step, step_name, tool, message, data, created_at)::text
 			FROM task_events WHERE task_id = $1 ORDER BY seq`, taskID)
-		require.NoError(t, err)
-		var out []string
-		for rows.Next() {
-			var s string
-			require.NoError(t, rows.Scan(&s))
-			out = append(out, s)
-		}
-		require.NoError(t, rows.Err())
-		return out
 	}
 	before := viewRows()
 	require.Len(t, before, 4)
@@ -138,4 +92,33 @@ func TestEventTextMigrationKeepsEvents(t *testing.T) {
 	var typ string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT json_typeof(events->0) FROM task_event_batches WHERE task_id = $1 AND first_seq = 2`, taskID).Scan(&typ))
 	require.Equal(t, "object", typ)
+}
+
+// databaseAt is a fresh database migrated up to version, with the provider
+// that moves it on.
+func databaseAt(t *testing.T, version int64) (*pgxpool.Pool, *goose.Provider) {
+	t.Helper()
+	pool, err := pgxpool.New(t.Context(), unmigratedDatabase(t))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	db := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { _ = db.Close() })
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	require.NoError(t, err)
+	_, err = p.UpTo(t.Context(), version)
+	require.NoError(t, err)
+	return pool, p
+}
+
+// oldTask inserts a task (with its team and user) by hand, as an older
+// schema holds it, whose last_seq is lastSeq.
+func oldTask(t *testing.T, pool *pgxpool.Pool, lastSeq int) string {
+	t.Helper()
+	var id string
+	require.NoError(t, pool.QueryRow(t.Context(), `
+		WITH tm AS (INSERT INTO teams (name) VALUES ('acme') RETURNING id),
+		u AS (INSERT INTO users (email, password_hash) VALUES ('old@acme.test', 'x') RETURNING id)
+		INSERT INTO tasks (team_id, created_by, kind, pipeline, last_seq)
+		SELECT tm.id, u.id, 'deploy', 'noop', $1 FROM tm, u RETURNING id`, lastSeq).Scan(&id))
+	return id
 }

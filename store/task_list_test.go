@@ -50,19 +50,11 @@ func TestTaskListMergesTeamsAndStates(t *testing.T) {
 		{CreatedBy: "b@beta.test"},
 		{Kind: "deploy", State: "pending"},
 	} {
-		want := []string{}
-		rows, err := st.Pool().Query(ctx, `
+		want := dbtest.Strings(t, st.Pool(), `
 			SELECT t.id::text FROM tasks t JOIN users u ON u.id = t.created_by
 			WHERE t.team_id = ANY($1) AND ($2 = '' OR t.state = $2) AND ($3 = '' OR t.pipeline = $3)
 				AND ($4 = '' OR u.email = $4) AND ($5 = '' OR t.kind = $5)
 			ORDER BY t.created_at DESC, t.id DESC`, teams, p.State, p.Pipeline, p.CreatedBy, p.Kind)
-		require.NoError(t, err)
-		for rows.Next() {
-			var id string
-			require.NoError(t, rows.Scan(&id))
-			want = append(want, id)
-		}
-		require.NoError(t, rows.Err())
 		require.NotEmpty(t, want)
 
 		got := []string{}

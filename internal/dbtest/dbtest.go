@@ -96,6 +96,23 @@ func DB(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
+// Strings runs a query of one text column on q (a pool, a connection or a
+// transaction) and returns its values in order.
+func Strings(t testing.TB, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := q.Query(t.Context(), sql, args...)
+	if err != nil {
+		t.Fatalf("error querying: %v", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("error reading rows: %v", err)
+	}
+	return out
+}
+
 // Store returns a store on a fresh migrated database for this test.
 func Store(t testing.TB) *store.Store {
 	t.Helper()

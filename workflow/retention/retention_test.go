@@ -62,16 +62,7 @@ const gone = "00000000-0000-4000-8000-000000000000"
 
 func (b *testBundle) left(t *testing.T, sql string) []string {
 	t.Helper()
-	rows, err := b.pool.Query(t.Context(), sql)
-	require.NoError(t, err)
-	var out []string
-	for rows.Next() {
-		var s string
-		require.NoError(t, rows.Scan(&s))
-		out = append(out, s)
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return dbtest.Strings(t, b.pool, sql)
 }
 
 func TestLocalEffectsOutliveEveryRetry(t *testing.T) {
