@@ -29,9 +29,10 @@ func scanTaskWith(row pgx.Row, extra func(*task.Task) []any) (*task.Task, error)
 	var params, result []byte
 	var kind, state string
 	var prio int16
-	dest := []any{&t.ID, &t.TeamID, &t.Team, &kind, &t.Pipeline, &params, &t.Prompt, &prio, &state,
+	dest := make([]any, 0, 28) // room for extra's columns: one allocation
+	dest = append(dest, &t.ID, &t.TeamID, &t.Team, &kind, &t.Pipeline, &params, &t.Prompt, &prio, &state,
 		&t.Attempt, &t.MaxAttempts, &t.CreatedByID, &t.CreatedBy, &t.CreatedAt, &t.StartedAt, &t.FinishedAt,
-		&t.DeadlineAt, &t.CancelRequested, &t.Error, &result, &t.LastSeq, &t.Progress.Step, &t.Progress.TotalStep}
+		&t.DeadlineAt, &t.CancelRequested, &t.Error, &result, &t.LastSeq, &t.Progress.Step, &t.Progress.TotalStep)
 	if extra != nil {
 		dest = append(dest, extra(&t)...)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -195,7 +196,8 @@ func claimEvent(t *task.Task, owner string) task.Event {
 // Commit ends the claim: each task in leased gets owner's lease (its
 // LeaseToken is set), each of done (tasks of c.Tasks run to an outcome;
 // Token is ignored) gets its outcome, steps and events after the claim's
-// event, and the rest are left as they were. done must hold only first
+// event, and the rest are left as they were (the claim's event may be put
+// into the spare capacity of a Finish's Events). done must hold only first
 // runs (FirstRun: no step rows yet) whose outcome is terminal or parked
 // without a worker. On error
 // nothing was written, unless the commit itself was lost on the way (then
@@ -221,7 +223,9 @@ func (c *ClaimTx) Commit(ctx context.Context, owner string, lease time.Duration,
 			// only a first run has no step rows yet (newStepsSQL)
 			return fmt.Errorf("error finishing claimed tasks: task %s ran before; lease it instead", f.ID)
 		}
-		fin.add(f, append([]task.Event{claimEvent(t, owner)}, f.Events...))
+		// The claim's event goes first; f.Events' spare room (the pool
+		// leaves some) takes it without a copy to a new array.
+		fin.add(f, slices.Insert(f.Events, 0, claimEvent(t, owner)))
 	}
 	args := append([]any{leaseIDs, owner, lease.Seconds(), fin.ids, fin.states, fin.errs, fin.results, fin.runAfter, fin.n, fin.done, fin.total, fin.events},
 		fin.steps.args()...)

@@ -159,6 +159,16 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if path := env.getenv("FLIGHTDECK_MEMPROFILE"); path != "" {
+		// Written once the burn-down is done: alloc_space shows where its
+		// allocations came from.
+		defer func() {
+			if f, err := os.Create(path); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}()
+	}
 
 	// Phase 1: burn-down.
 	env.logger.Info("Inserting tasks", "tasks", *tasks, "database", name)

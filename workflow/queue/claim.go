@@ -146,7 +146,10 @@ func (p *Pool) runInline(bg context.Context, t *task.Task) (f store.Finish, ok b
 	ctx, cancel := context.WithCancelCause(bg)
 	defer cancel(nil)
 	run := *t // the run may change its copy; a leased retry starts from t
-	j := &Job{Task: &run, store: p.store, ctx: ctx, cancel: cancel, stop: make(chan struct{}), inline: true}
+	// Room for a short pipeline's events, its final one and the claim's
+	// (Commit puts that first): one allocation instead of four.
+	j := &Job{Task: &run, store: p.store, ctx: ctx, cancel: cancel, stop: make(chan struct{}), inline: true,
+		events: make([]task.Event, 0, 8)}
 	out, panicked := p.runHandler(ctx, j)
 	j.mu.Lock()
 	wrote := j.wrote

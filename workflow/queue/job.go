@@ -76,8 +76,11 @@ type Job struct {
 	store  *store.Store
 	mu     sync.Mutex
 	events []task.Event
-	steps  map[int]store.StepSave // held-back step rows, by index
-	ctx    context.Context        // cancelled with the causes above
+	// held-back step rows, one per index: a slice searched linearly, as a
+	// run holds back a few rows at a time and a map per job cost a
+	// kilobyte a task on the burn-down's hot path
+	steps  []store.StepSave
+	ctx    context.Context // cancelled with the causes above
 	cancel context.CancelCauseFunc
 	// flushMu keeps the job's writes in order: a background flush and the
 	// handler's own write never race, so seqs follow causality.
@@ -155,14 +158,24 @@ func (j *Job) SaveStep(s store.StepSave) {
 }
 
 func (j *Job) saveStepLocked(s store.StepSave) {
-	if j.steps == nil {
-		j.steps = map[int]store.StepSave{}
-	}
-	if prev, ok := j.steps[s.Idx]; ok {
+	if i := j.heldStepLocked(s.Idx); i >= 0 {
+		prev := j.steps[i]
 		s.Started = s.Started || prev.Started
 		s.Finished = s.Finished || prev.Finished
+		j.steps[i] = s
+		return
 	}
-	j.steps[s.Idx] = s
+	j.steps = append(j.steps, s)
+}
+
+// heldStepLocked is the position of step idx's held-back row, or -1.
+func (j *Job) heldStepLocked(idx int) int {
+	for i := range j.steps {
+		if j.steps[i].Idx == idx {
+			return i
+		}
+	}
+	return -1
 }
 
 // Flush writes buffered events and held-back steps now (a long step
@@ -192,7 +205,7 @@ func (j *Job) flushLocked(ctx context.Context) error {
 		j.Requeue(evs)
 		j.mu.Lock()
 		for _, st := range steps {
-			if _, newer := j.steps[st.Idx]; !newer {
+			if j.heldStepLocked(st.Idx) < 0 { // not saved again since
 				j.saveStepLocked(st)
 			}
 		}
@@ -246,10 +259,7 @@ func (j *Job) takeSteps() []store.StepSave {
 	if len(j.steps) == 0 {
 		return nil
 	}
-	out := make([]store.StepSave, 0, len(j.steps))
-	for _, st := range j.steps {
-		out = append(out, st)
-	}
+	out := j.steps
 	j.steps = nil
 	return out
 }
