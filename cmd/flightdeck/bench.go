@@ -37,6 +37,7 @@ type benchResult struct {
 	// LatencyRemoteSubmit: the submits woke the workers by NOTIFY only.
 	LatencyRemoteSubmit bool    `json:"latency_remote_submit"`
 	ClaimBatch          int     `json:"claim_batch"`
+	InlineBatch         int     `json:"inline_batch"`
 	InsertSeconds       float64 `json:"insert_seconds"`
 	EventsPerTask       float64 `json:"events_per_task"`
 	// The reference, measured on the same cluster in the same run: pgbench
@@ -76,14 +77,15 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	workers := fs.Int("workers", 100, "worker slots")
 	rate := fs.Float64("rate", 500, "inserts per second in the latency phase")
 	latencyFor := fs.Duration("latency-duration", 10*time.Second, "length of the latency phase")
+	inlineBatch := fs.Int("inline-batch", 0, "most tasks one claim locks to run inside it (default: the pool's)")
 	remote := fs.Bool("remote-submit", false, "in the latency phase, submit as another process would: workers learn of tasks by NOTIFY only (default: as serve --role all, woken in-process)")
 	pgbenchFor := fs.Duration("pgbench", 20*time.Second, "also measure pgbench one-row UPDATEs at 16 clients this long, right before and right after the burn-down (0: skip)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "server to benchmark on (default: DATABASE_URL or the embedded one)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	if *tasks < 1 || *workers < 1 || *rate <= 0 {
-		return fmt.Errorf("%w: --tasks, --workers and --rate must be positive", errUsage)
+	if *tasks < 1 || *workers < 1 || *rate <= 0 || *inlineBatch < 0 {
+		return fmt.Errorf("%w: --tasks, --workers and --rate must be positive, --inline-batch not negative", errUsage)
 	}
 	server, err := databaseURL(ctx, env, cfg)
 	if err != nil {
@@ -208,7 +210,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 			closeOnce.Do(func() { close(allDone) })
 		}
 	}
-	qcfg := queue.Config{Workers: *workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, OnFinish: onFinish, Logger: env.logger}
+	qcfg := queue.Config{Workers: *workers, InlineBatch: *inlineBatch, Lease: cfg.Lease, PollInterval: cfg.PollInterval, OnFinish: onFinish, Logger: env.logger}
 	p := queue.New(st, taskHandlers(cfg, st, catalog, nil, nil), nil, qcfg)
 	poolCtx, stopPool := context.WithCancel(ctx)
 	var poolWG sync.WaitGroup
@@ -246,7 +248,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	res.Tasks, res.Workers, res.Seconds = *tasks, *workers, round(elapsed, 3)
 	res.TasksPerSecond = round(float64(*tasks)/elapsed, 1)
-	res.ClaimBatch = min(*workers, 100)
+	res.ClaimBatch, res.InlineBatch = p.ClaimBatches()
 	res.InsertSeconds = round(insertSeconds, 3)
 	res.EventsPerTask = round(float64(events)/float64(*tasks), 2)
 	if len(pgbenchTPS) == 2 {

@@ -20,24 +20,39 @@ import (
 // hold over a noisy machine's runs.
 const claimLanes = 2
 
-// claim makes one claim of up to n tasks (n: the free slots it reserved,
-// at most ClaimBatch) and returns n and how many it got. Tasks whose
-// handler can run them inside the claim (Inliner) are run and finished in
-// it; the others are leased and started.
+// claim makes one claim and returns how many tasks it asked for (n) and
+// how many it took (got; got < n means the queue had no more for now).
+//
+// A claim asks for as many tasks as it can lease (the free slots it
+// reserves, its lane's share of ClaimBatch) or, while tasks run inside
+// their claims (Inliner: no slot needed), for twice as many as the last
+// claim ran there, up to InlineBatch: on a backlog of such tasks each claim
+// takes hundreds, and a claim's fixed cost (its round trips, statements,
+// commit and wake-up) is shared by all of them (1M-task burn-down, busy
+// CPU per task: 50 a claim 62–69 µs, 200 about 54, 400 about 49, 800
+// about 45, 1600 no less). Tasks are taken in claim
+// order: run inside the claim, or leased while a reserved slot is left;
+// the first that can be neither is left pending with every task after
+// it, so no task is ever taken before one of higher priority.
 func (p *Pool) claim(ctx, bg context.Context) (n, got int, err error) {
 	p.mu.Lock()
 	// Each lane takes its share of a batch, so the lanes overlap instead of
 	// one reserving every free slot.
-	n = min(p.freeLocked(), (p.cfg.ClaimBatch+claimLanes-1)/claimLanes)
-	p.reserved += max(n, 0)
-	p.mu.Unlock()
-	if n <= 0 {
+	slots := min(p.freeLocked(), (p.cfg.ClaimBatch+claimLanes-1)/claimLanes)
+	if slots <= 0 {
+		// Without a free slot nothing is claimed, even tasks that would run
+		// inside the claim: finding out costs a claim, and a pool whose
+		// slots are full of other tasks would pay it on every wake-up.
+		p.mu.Unlock()
 		return 0, 0, nil
 	}
+	n = max(slots, min(2*p.lastInline, p.cfg.InlineBatch))
+	p.reserved += slots
+	p.mu.Unlock()
 	var leased []*task.Task
 	defer func() {
 		p.mu.Lock()
-		p.reserved -= n
+		p.reserved -= slots
 		jobs := make([]*Job, len(leased))
 		for i, t := range leased {
 			jobs[i] = p.holdLocked(bg, t)
@@ -53,23 +68,36 @@ func (p *Pool) claim(ctx, bg context.Context) (n, got int, err error) {
 		return n, 0, err
 	}
 	if c == nil {
+		p.ranInline(0)
 		return n, 0, nil
 	}
-	p.claimedTo(c.Tasks[len(c.Tasks)-1], c.At, after != nil)
 	var done []store.Finish
 	var finished []*task.Task
 	var toLease []*task.Task
-	for _, t := range c.Tasks {
+	taken := c.Tasks
+	for i, t := range c.Tasks {
 		if f, ok := p.runInline(bg, t); ok {
 			done = append(done, f)
 			finished = append(finished, t)
-		} else {
+		} else if len(toLease) < slots {
 			toLease = append(toLease, t)
+		} else {
+			taken = c.Tasks[:i]
+			break
 		}
+	}
+	p.ranInline(len(done))
+	if len(taken) < len(c.Tasks) {
+		// The walk must come back for the tasks left behind: they lie
+		// before where this claim's key would move it.
+		p.requeued()
+	}
+	if len(taken) > 0 {
+		p.claimedTo(taken[len(taken)-1], c.At, after != nil)
 	}
 	// The commit outlives a stopping claimer: the runs are done.
 	if err := c.Commit(bg, p.cfg.ID, p.cfg.Lease, toLease, done); err != nil {
-		return n, len(c.Tasks), err
+		return n, len(taken), err
 	}
 	leased = toLease
 	for i, t := range finished {
@@ -80,7 +108,18 @@ func (p *Pool) claim(ctx, bg context.Context) (n, got int, err error) {
 			p.cfg.OnFinish(t, done[i].State)
 		}
 	}
-	return n, len(c.Tasks), nil
+	if len(taken) < len(c.Tasks) {
+		return n, 0, nil // no slot for the rest: wait for one
+	}
+	return n, len(taken), nil
+}
+
+// ranInline records how many tasks the last claim ran inside it, which
+// sizes the next claim.
+func (p *Pool) ranInline(k int) {
+	p.mu.Lock()
+	p.lastInline = k
+	p.mu.Unlock()
 }
 
 // claimFrom is where the next claim starts its walk (see store.ClaimKey):

@@ -32,7 +32,11 @@ type Config struct {
 	PollInterval   time.Duration // claim poll when no NOTIFY arrives, default 500ms
 	RescueInterval time.Duration // expired-lease sweep, default Lease/2
 	Grace          time.Duration // on stop, how long running tasks may finish, default 30s
-	ClaimBatch     int           // most tasks claimed by one statement, default min(Workers, 100)
+	ClaimBatch     int           // most tasks leased by one claim (all lanes), default min(Workers, 100)
+	// InlineBatch is the most tasks one claim locks while the tasks before
+	// ran inside their claims (Inliner), default 800. They need no slot,
+	// but a claim is only made with at least one free.
+	InlineBatch    int
 	IdempotencyTTL time.Duration // default 24h
 	Logger         *slog.Logger
 	// OnFinish, if set, is called after a task's outcome was written
@@ -58,6 +62,8 @@ type Pool struct {
 	// reserved: slots held for claims in flight (their tasks may all need
 	// a slot once leased)
 	reserved int
+	// lastInline: how many tasks the last claim ran inside it
+	lastInline int
 	// hint: where the next claim's walk starts; fullClaimAt: when a claim
 	// last walked from the start (claimFrom)
 	hint         *store.ClaimKey
@@ -79,6 +85,7 @@ func New(st *store.Store, handlers map[task.Kind]Handler, hub *event.Hub, cfg Co
 	cfg.RescueInterval = cmp.Or(cfg.RescueInterval, cfg.Lease/2)
 	cfg.Grace = cmp.Or(cfg.Grace, 30*time.Second)
 	cfg.ClaimBatch = cmp.Or(cfg.ClaimBatch, min(cfg.Workers, 100))
+	cfg.InlineBatch = cmp.Or(cfg.InlineBatch, 800)
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, 24*time.Hour)
 	logger := cfg.Logger
 	if logger == nil {
@@ -92,6 +99,10 @@ func New(st *store.Store, handlers map[task.Kind]Handler, hub *event.Hub, cfg Co
 		running: map[string]*Job{},
 	}
 }
+
+// ClaimBatches are the pool's ClaimBatch and InlineBatch with defaults
+// applied (benchmarks report them).
+func (p *Pool) ClaimBatches() (claim, inline int) { return p.cfg.ClaimBatch, p.cfg.InlineBatch }
 
 // ID is the pool's lease owner name.
 func (p *Pool) ID() string { return p.cfg.ID }

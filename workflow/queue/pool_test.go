@@ -499,3 +499,101 @@ func TestSubmitInTheSameProcessWakesThePool(t *testing.T) {
 		b.waitState(t, tk.ID, task.StateCompleted, 20*time.Second)
 	}
 }
+
+// someInline runs inside the claim every task but those of pipeline
+// "block" (queue.Inliner).
+type someInline struct{ queue.HandlerFunc }
+
+func (someInline) Inline(t *task.Task) bool { return t.Pipeline != "block" }
+
+// TestClaimsGrowButNeverPassATaskWithoutASlot: claims grow while their
+// tasks run inside them, but a task that needs a slot when none is left
+// stops the claim there: it and every later task stay pending until a slot
+// frees, so tasks start in claim order.
+func TestClaimsGrowButNeverPassATaskWithoutASlot(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var want []string
+	add := func(n int, pipeline string) {
+		for range n {
+			want = append(want, testfactory.Task(t, b.store, b.user, &testfactory.TaskOpts{Pipeline: pipeline}).ID)
+		}
+	}
+	add(10, "noop")
+	add(3, "block") // the first takes the only slot; the second finds none
+	add(10, "noop")
+
+	var mu sync.Mutex
+	var order []string
+	started, release := make(chan string, len(want)), make(chan struct{})
+	h := someInline{func(ctx context.Context, j *queue.Job) queue.Outcome {
+		mu.Lock()
+		order = append(order, j.Task.ID)
+		mu.Unlock()
+		if j.Task.Pipeline == "block" {
+			started <- j.Task.ID
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return queue.Outcome{}
+			}
+		}
+		return queue.Outcome{State: task.StateCompleted}
+	}}
+	b.runPool(t, h, queue.Config{Workers: 1, PollInterval: 20 * time.Millisecond})
+
+	select {
+	case id := <-started:
+		require.Equal(t, want[10], id)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first blocking task never started")
+	}
+	// The pool now holds its only slot: it claims nothing until it frees.
+	mu.Lock()
+	require.Equal(t, want[:11], order, "every task before the first blocking one ran, nothing after it")
+	mu.Unlock()
+	for _, id := range want[11:] {
+		tk, err := b.store.TaskGet(t.Context(), b.user.TeamIDs(), id)
+		require.NoError(t, err)
+		require.Equal(t, task.StatePending, tk.State)
+		require.Nil(t, tk.StartedAt)
+	}
+
+	close(release)
+	for _, id := range want {
+		b.waitState(t, id, task.StateCompleted, 20*time.Second)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, want, order)
+}
+
+// TestClaimsGrowWhileTasksRunInside: on a backlog of tasks that run inside
+// their claims, each claim takes twice as many as the last ran, up to
+// InlineBatch, whatever the free slots (tasks finished by one claim share
+// its transaction id).
+func TestClaimsGrowWhileTasksRunInside(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const tasks, inlineBatch = 300, 100
+	for range tasks {
+		testfactory.Task(t, b.store, b.user, nil)
+	}
+	finished := make(chan struct{}, tasks)
+	b.runPool(t, inliner{complete}, queue.Config{Workers: 2, InlineBatch: inlineBatch, PollInterval: 20 * time.Millisecond,
+		OnFinish: func(*task.Task, task.State) { finished <- struct{}{} }})
+	for range tasks {
+		select {
+		case <-finished:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the backlog was never worked off")
+		}
+	}
+	var claims, largest int
+	require.NoError(t, b.store.Pool().QueryRow(t.Context(), `
+		SELECT count(*), max(n) FROM (
+			SELECT count(*) AS n FROM task_event_batches WHERE first_seq = 2 GROUP BY txid) claims`).Scan(&claims, &largest))
+	require.LessOrEqual(t, largest, inlineBatch)
+	require.GreaterOrEqual(t, largest, inlineBatch/2, "claims grew past the two free slots")
+	require.Less(t, claims, 40, "hundreds of tasks in a few claims")
+}
