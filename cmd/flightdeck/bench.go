@@ -162,8 +162,8 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	if path := env.getenv("FLIGHTDECK_MEMPROFILE"); path != "" {
-		// Written once the burn-down is done: alloc_space shows where its
-		// allocations came from.
+		// Written when the run ends (the burn-down's allocations dominate
+		// it): alloc_space shows where they came from.
 		defer func() {
 			if f, err := os.Create(path); err == nil {
 				_ = pprof.Lookup("allocs").WriteTo(f, 0)

@@ -21,7 +21,8 @@ import (
 const claimLanes = 2
 
 // claim makes one claim and returns how many tasks it asked for (n) and
-// how many it took (got; got < n means the queue had no more for now).
+// how many it took (got; got < n means the queue had no more for now, or
+// no slot for the rest).
 //
 // A claim asks for as many tasks as it can lease (the free slots it
 // reserves, its lane's share of ClaimBatch) or, while tasks run inside
@@ -89,7 +90,8 @@ func (p *Pool) claim(ctx, bg context.Context) (n, got int, err error) {
 	p.ranInline(len(done))
 	if len(taken) < len(c.Tasks) {
 		// The walk must come back for the tasks left behind: they lie
-		// before where this claim's key would move it.
+		// before where this claim's key would move it. got < n then, so
+		// the claimer waits for a slot.
 		p.requeued()
 	}
 	if len(taken) > 0 {
@@ -107,9 +109,6 @@ func (p *Pool) claim(ctx, bg context.Context) (n, got int, err error) {
 		if p.cfg.OnFinish != nil {
 			p.cfg.OnFinish(t, done[i].State)
 		}
-	}
-	if len(taken) < len(c.Tasks) {
-		return n, 0, nil // no slot for the rest: wait for one
 	}
 	return n, len(taken), nil
 }
