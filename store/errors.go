@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 
 	"github.com/jackc/pgx/v5"
@@ -43,8 +44,33 @@ func interpretError(err error) error {
 	if errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
+}
+
+// Transient reports whether err is a database fault that says nothing about
+// the work itself (invariant 10): the server unreachable, restarting or
+// shutting down, the connection lost, or a serialization failure or
+// deadlock that the same write may simply try again. Such an error is
+// retried, or the work handed to another worker; it never fails a task.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "40001", pgErr.Code == "40P01", // serialization failure, deadlock
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // admin shutdown, crash shutdown, cannot connect now
+			len(pgErr.Code) == 5 && pgErr.Code[:2] == "08": // connection exception
+			return true
+		}
+		return false
+	}
+	return errors.Is(interpretError(err), ErrUnavailable)
 }
