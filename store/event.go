@@ -66,7 +66,14 @@ func (s *Store) EventAppend(ctx context.Context, taskID, token string, events []
 	if len(events) == 0 {
 		return nil
 	}
-	return s.StepWrite(ctx, taskID, token, StepWrite{Events: events})
+	written, err := s.TaskWrites(ctx, []TaskWrite{{ID: taskID, Token: token, Events: events}})
+	if err != nil {
+		return err
+	}
+	if _, ok := written[taskID]; !ok {
+		return ErrLeaseLost
+	}
+	return nil
 }
 
 // ErrLeaseLost: another worker holds the task now (or it ended); the caller

@@ -129,7 +129,7 @@ func insertEvents(ctx context.Context, tx pgx.Tx, id string, first int, events [
 	}
 	_, err := tx.Exec(ctx, `
 		INSERT INTO task_event_batches (task_id, first_seq, last_seq, events) VALUES ($1, $2, $3, $4)`,
-		id, first, first+len(events)-1, eventsJSON(events))
+		id, first, first+len(events)-1, encodeEvents(events))
 	if err != nil {
 		return interpretError(err)
 	}

@@ -114,7 +114,7 @@ func (s *Store) taskInsertLocked(ctx context.Context, p TaskInsertParams) (res i
 }
 
 // submittedEvent is a new task's first event, in task_event_batches' form.
-const submittedEvent = `[["task.state","log","Task submitted",{"state":"pending"}]]`
+const submittedEvent = `[{"type":"task.state","status":"log","message":"Task submitted","data":{"state":"pending"}}]`
 
 // taskInsertOnce is one statement: the earlier task with the same key, or
 // the new task and its first event when the team has fewer than

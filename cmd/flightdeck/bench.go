@@ -24,6 +24,7 @@ import (
 type benchResult struct {
 	Tasks            int     `json:"tasks"`
 	Workers          int     `json:"workers"`
+	Steps            int     `json:"steps"`
 	Seconds          float64 `json:"seconds"`
 	TasksPerSecond   float64 `json:"tasks_per_second"`
 	LatencyRate      float64 `json:"latency_rate"`
@@ -37,7 +38,7 @@ type benchResult struct {
 	// LatencyRemoteSubmit: the submits woke the workers by NOTIFY only.
 	LatencyRemoteSubmit bool    `json:"latency_remote_submit"`
 	ClaimBatch          int     `json:"claim_batch"`
-	InlineBatch         int     `json:"inline_batch"`
+	Pipeline            string  `json:"pipeline"`
 	InsertSeconds       float64 `json:"insert_seconds"`
 	EventsPerTask       float64 `json:"events_per_task"`
 	// The reference, measured on the same cluster in the same run: pgbench
@@ -65,7 +66,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		return runBenchSockets(ctx, env, args[1:])
 	}
 	if len(args) == 0 || args[0] != "queue" {
-		return fmt.Errorf("%w: usage: flightdeck bench queue [--tasks N] [--workers W] [--rate R] [--database-url U]\n"+
+		return fmt.Errorf("%w: usage: flightdeck bench queue [--tasks N] [--workers W] [--steps K] [--rate R] [--database-url U]\n"+
 			"       flightdeck bench sockets [--sockets N] [--tasks T] [--rate R] [--metrics-url U]  (FLIGHTDECK_URL, FLIGHTDECK_TOKEN)", errUsage)
 	}
 	cfg, err := config.Load(env.getenv)
@@ -77,15 +78,15 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	workers := fs.Int("workers", 100, "worker slots")
 	rate := fs.Float64("rate", 500, "inserts per second in the latency phase")
 	latencyFor := fs.Duration("latency-duration", 10*time.Second, "length of the latency phase")
-	inlineBatch := fs.Int("inline-batch", 0, "most tasks one claim locks to run inside it (default: the pool's)")
+	steps := fs.Int("steps", 1, "steps of the do-nothing action noop per task (1: the built-in noop pipeline)")
 	remote := fs.Bool("remote-submit", false, "in the latency phase, submit as another process would: workers learn of tasks by NOTIFY only (default: as serve --role all, woken in-process)")
 	pgbenchFor := fs.Duration("pgbench", 20*time.Second, "also measure pgbench one-row UPDATEs at 16 clients this long, right before and right after the burn-down (0: skip)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "server to benchmark on (default: DATABASE_URL or the embedded one)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	if *tasks < 1 || *workers < 1 || *rate <= 0 || *inlineBatch < 0 {
-		return fmt.Errorf("%w: --tasks, --workers and --rate must be positive, --inline-batch not negative", errUsage)
+	if *tasks < 1 || *workers < 1 || *rate <= 0 || *steps < 1 || *steps > 100 {
+		return fmt.Errorf("%w: --tasks, --workers and --rate must be positive, --steps between 1 and 100", errUsage)
 	}
 	server, err := databaseURL(ctx, env, cfg)
 	if err != nil {
@@ -146,7 +147,17 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	catalog, err := pipeline.NewCatalog(pipeline.Builtin()...)
+	pipelines, pipelineName := pipeline.Builtin(), "noop"
+	if *steps > 1 {
+		// K steps of noop: a pipeline of this benchmark's own, run like any other.
+		pipelineName = fmt.Sprintf("noop-%d", *steps)
+		p := &pipeline.Pipeline{Name: pipelineName, Description: "benchmark: steps of the do-nothing action"}
+		for i := range *steps {
+			p.Steps = append(p.Steps, pipeline.Step{Name: fmt.Sprintf("noop%d", i+1), Action: "noop"})
+		}
+		pipelines = append(pipelines, p)
+	}
+	catalog, err := pipeline.NewCatalog(pipelines...)
 	if err != nil {
 		return err
 	}
@@ -178,7 +189,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	lastLog := insertStart
 	for left := *tasks; left > 0; {
 		n := min(left, 10000)
-		if err := st.TaskInsertMany(ctx, teamID, userID, task.KindDeploy, "noop", n); err != nil {
+		if err := st.TaskInsertMany(ctx, teamID, userID, task.KindDeploy, pipelineName, n); err != nil {
 			return err
 		}
 		left -= n
@@ -210,7 +221,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 			closeOnce.Do(func() { close(allDone) })
 		}
 	}
-	qcfg := queue.Config{Workers: *workers, InlineBatch: *inlineBatch, Lease: cfg.Lease, PollInterval: cfg.PollInterval, OnFinish: onFinish, Logger: env.logger}
+	qcfg := queue.Config{Workers: *workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, OnFinish: onFinish, Logger: env.logger}
 	p := queue.New(st, taskHandlers(cfg, st, catalog, nil, nil), nil, qcfg)
 	poolCtx, stopPool := context.WithCancel(ctx)
 	var poolWG sync.WaitGroup
@@ -242,13 +253,13 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if err := store.Checkpoint(ctx, dbURL); err != nil {
 		env.logger.Warn("Could not checkpoint before the latency phase; figures may vary more", "error", err)
 	}
-	res, err := benchLatency(ctx, env, st, p, teamID, userID, *rate, *latencyFor, *remote)
+	res, err := benchLatency(ctx, env, st, p, teamID, userID, pipelineName, *rate, *latencyFor, *remote)
 	if err != nil {
 		return err
 	}
-	res.Tasks, res.Workers, res.Seconds = *tasks, *workers, round(elapsed, 3)
+	res.Tasks, res.Workers, res.Steps, res.Pipeline, res.Seconds = *tasks, *workers, *steps, pipelineName, round(elapsed, 3)
 	res.TasksPerSecond = round(float64(*tasks)/elapsed, 1)
-	res.ClaimBatch, res.InlineBatch = p.ClaimBatches()
+	res.ClaimBatch = p.ClaimBatch()
 	res.InsertSeconds = round(insertSeconds, 3)
 	res.EventsPerTask = round(float64(events)/float64(*tasks), 2)
 	if len(pgbenchTPS) == 2 {
@@ -302,7 +313,7 @@ func benchWait(ctx context.Context, env *cliEnv, allDone <-chan struct{}, done *
 	}
 }
 
-func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Pool, teamID, userID string, rate float64, dur time.Duration, remote bool) (benchResult, error) {
+func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Pool, teamID, userID, pipelineName string, rate float64, dur time.Duration, remote bool) (benchResult, error) {
 	// The pool is already running; attach a notifier so NOTIFY wakes it.
 	n := event.NewNotifier(st, env.logger)
 	p.Attach(n)
@@ -317,10 +328,10 @@ func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Po
 		// A store of its own wakes no pool in this process (OnTaskReady).
 		sub = store.New(st.Pool())
 	}
-	if _, err := benchSubmit(ctx, env, sub, teamID, userID, rate, latencyWarmup); err != nil {
+	if _, err := benchSubmit(ctx, env, sub, teamID, userID, pipelineName, rate, latencyWarmup); err != nil {
 		return benchResult{}, err
 	}
-	ids, err := benchSubmit(ctx, env, sub, teamID, userID, rate, dur)
+	ids, err := benchSubmit(ctx, env, sub, teamID, userID, pipelineName, rate, dur)
 	if err != nil {
 		return benchResult{}, err
 	}
@@ -338,7 +349,7 @@ const latencyWarmup = time.Second
 // benchSubmit submits noop tasks at rate per second for dur, each on its own
 // goroutine as concurrent clients would, and waits (at most 30 s) for them
 // to end; it returns their ids.
-func benchSubmit(ctx context.Context, env *cliEnv, st *store.Store, teamID, userID string, rate float64, dur time.Duration) ([]string, error) {
+func benchSubmit(ctx context.Context, env *cliEnv, st *store.Store, teamID, userID, pipelineName string, rate float64, dur time.Duration) ([]string, error) {
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
 	start := time.Now()
@@ -357,7 +368,7 @@ func benchSubmit(ctx context.Context, env *cliEnv, st *store.Store, teamID, user
 		for ; sent < due; sent++ {
 			wg.Go(func() {
 				t, _, err := st.TaskInsert(ctx, store.TaskInsertParams{TeamID: teamID, CreatedByID: userID, Kind: task.KindDeploy,
-					Pipeline: "noop", Priority: task.PriorityNormal, Params: json.RawMessage(`{}`)})
+					Pipeline: pipelineName, Priority: task.PriorityNormal, Params: json.RawMessage(`{}`)})
 				if err != nil {
 					env.logger.Warn("Insert failed", "error", err)
 					return

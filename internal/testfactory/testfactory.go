@@ -72,10 +72,10 @@ func AwaitingApprovalOf(t testing.TB, st *store.Store, taskID string, roles []st
 		t.Fatalf("error claiming: %v", err)
 	}
 	for _, c := range claimed {
-		if c.ID != taskID {
+		if c.Task.ID != taskID {
 			continue
 		}
-		aps, err := st.ApprovalPark(t.Context(), taskID, c.LeaseToken, store.ApprovalParkParams{
+		aps, err := st.ApprovalPark(t.Context(), taskID, c.Task.LeaseToken, store.ApprovalParkParams{
 			Steps: []store.ApprovalStep{{Idx: 1, Name: "release", Attempt: 1}}, Roles: roles, Timeout: time.Hour, Kind: kind})
 		if err != nil || len(aps) != 1 {
 			t.Fatalf("error parking for approval: %v (%d approvals)", err, len(aps))

@@ -63,30 +63,12 @@ func (f Func) Run(ctx context.Context, in Input) (json.RawMessage, error) { retu
 // Registry maps action names (exec, http, local.dns_create, …) to actions.
 type Registry map[string]Action
 
-// EffectFree is implemented by actions that change nothing outside
-// flightdeck and return at once, so running one again is harmless: the saga
-// need not record such a step before it runs, and writes its rows with the
-// task's next write instead (fewer round trips per task). A task of only
-// such steps runs inside the transaction that claims it, so an action that
-// may wait (on a network, a timer) must not declare itself effect-free.
-type EffectFree interface {
-	Action
-	EffectFree()
-}
-
-// IsEffectFree reports whether a declares itself free of side effects.
-func IsEffectFree(a Action) bool {
-	_, ok := a.(EffectFree)
-	return ok
-}
-
 // Noop does nothing; the built-in noop pipeline uses it.
 var Noop Action = noop{}
 
 type noop struct{}
 
 func (noop) Run(context.Context, Input) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }
-func (noop) EffectFree()                                         {}
 
 // Permanent marks an error that retrying cannot fix (bad input, 4xx): the
 // saga does not spend its retries on it.

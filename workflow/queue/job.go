@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -17,7 +19,8 @@ var (
 	ErrCancelRequested = errors.New("cancel requested")
 	// ErrShutdown: the process is stopping; release the task so another worker resumes it.
 	ErrShutdown = errors.New("worker shutting down")
-	// ErrLeaseLost: another worker owns the task now; stop without writing.
+	// ErrLeaseLost: another worker owns the task now, or this one could not
+	// write within its lease; stop without writing.
 	ErrLeaseLost = errors.New("lease lost")
 	// ErrDeadline: the task ran past its deadline; compensate and end it failed.
 	ErrDeadline = errors.New("deadline exceeded")
@@ -31,22 +34,6 @@ type Handler interface {
 	Run(ctx context.Context, j *Job) Outcome
 }
 
-// Inliner is a Handler that can tell, from a claimed task alone, that its
-// run will write nothing of its own before its outcome (no step row, event
-// or state change has to be stored first) and will not wait. The pool runs
-// such a task inside the transaction that claims it, with no lease, and
-// writes its outcome in the claim's own statement: one write of the task
-// row instead of two. A run that tries to write anyway (Job.Write, Flush)
-// is discarded and the task goes the leased way, so the check may be
-// optimistic as long as the handler's in-memory work can be repeated.
-type Inliner interface {
-	Inline(t *task.Task) bool
-}
-
-// ErrInlineWrite is what Job.Write and Job.Flush return in a run inside a
-// claim: the run is discarded and the task is leased and run again.
-var ErrInlineWrite = errors.New("a run inside its claim cannot write; running the task again under a lease")
-
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, j *Job) Outcome
 
@@ -57,7 +44,7 @@ func (f HandlerFunc) Run(ctx context.Context, j *Job) Outcome { return f(ctx, j)
 type Outcome struct {
 	// State: completed, failed, cancelled, needs_attention, awaiting_approval,
 	// awaiting_input, scheduled (with RunAfter), or pending/compensating to
-	// hand the task back (another worker resumes it).
+	// hand the task back (another worker resumes it). Empty: hand it back.
 	State    task.State
 	Error    string
 	Result   json.RawMessage
@@ -69,42 +56,185 @@ type Outcome struct {
 	Written bool
 }
 
-// Job is a claimed task as its handler sees it.
+// Job is a claimed task as its handler sees it. Its writes are buffered
+// (Emit, SaveStep, SetState) and stored by Flush, or with the task's
+// outcome, whichever comes first; a handler flushes before anything that
+// must find them stored (an action's side effect, invariant 4).
 type Job struct {
 	Task *task.Task
+	// Steps are the step rows earlier runs of the task left (none on its
+	// first run), as the claim read them.
+	Steps []store.StepRow
 
-	store  *store.Store
-	mu     sync.Mutex
-	events []task.Event
-	// held-back step rows, one per index: a slice searched linearly, as a
-	// run holds back a few rows at a time and a map per job cost a
-	// kilobyte a task on the burn-down's hot path
-	steps  []store.StepSave
+	pool   *Pool
 	ctx    context.Context // cancelled with the causes above
 	cancel context.CancelCauseFunc
-	// flushMu keeps the job's writes in order: a background flush and the
-	// handler's own write never race, so seqs follow causality.
+
+	mu     sync.Mutex
+	events []task.Event
+	steps  []store.StepSave // one per step index, the latest save
+	state  task.State       // a state change for the next write; "" none
+	// flushMu keeps the job's writes in order and one at a time: a
+	// background flush and the handler's own never race, so seqs follow
+	// causality and a writer batch never holds two writes of one task.
 	flushMu sync.Mutex
 
 	stopOnce  sync.Once
 	stop      chan struct{}
 	stopCause error
-
-	// inline: the run is inside the claim (Inliner); wrote: it tried to
-	// write, so it is discarded.
-	inline bool
-	wrote  bool
+	drainOnce sync.Once
+	draining  chan struct{}
 }
 
-// refuseInline reports (and records) a write attempted inside a claim.
-func (j *Job) refuseInline() bool {
-	if !j.inline {
-		return false
+func (p *Pool) newJob(bg context.Context, c store.Claimed) *Job {
+	ctx, cancel := context.WithCancelCause(bg)
+	j := &Job{Task: c.Task, Steps: c.Steps, pool: p, ctx: ctx, cancel: cancel,
+		stop: make(chan struct{}), draining: make(chan struct{})}
+	if c.Task.CancelRequested && c.Task.State == task.StateRunning {
+		cancel(ErrCancelRequested)
 	}
+	return j
+}
+
+// runJob runs the task's handler, then writes its outcome, reporting both
+// moments to the producer.
+func (p *Pool) runJob(j *Job) {
+	out, panicked := p.runHandler(j.ctx, j)
+	p.jobEvents <- jobEvent{j: j, kind: handlerReturned}
+	p.complete(j, out, panicked)
+	j.cancel(nil)
+	p.jobEvents <- jobEvent{j: j, kind: jobReleased}
+}
+
+// runHandler runs the kind's handler, turning a panic into a failed attempt
+// so the process lives on.
+func (p *Pool) runHandler(ctx context.Context, j *Job) (out Outcome, panicked bool) {
+	h, ok := p.handlers[j.Task.Kind]
+	if !ok {
+		return Outcome{State: task.StateFailed, Error: fmt.Sprintf("no handler for task kind %q on this worker", j.Task.Kind)}, false
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			p.taskLogger(j.Task).Error("Handler panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			out = Outcome{State: task.StateFailed, Error: fmt.Sprintf("handler panicked: %v", r)}
+			panicked = true
+		}
+	}()
+	return h.Run(ctx, j), false
+}
+
+// complete writes a handler's outcome with whatever it left buffered, and
+// releases the lease: the task ends, parks, or goes back to the queue.
+func (p *Pool) complete(j *Job, out Outcome, panicked bool) {
+	t := j.Task
+	cause := context.Cause(j.ctx)
+	if stop := j.StopCause(); stop != nil {
+		cause = stop // shutdown or a lost lease outranks an earlier cancel
+	}
+	if errors.Is(cause, ErrLeaseLost) {
+		p.taskLogger(t).Warn("Lease lost; dropping the task without writing")
+		return
+	}
+	if out.Written {
+		p.published(t, "")
+		return
+	}
+	state := out.State
+	if panicked {
+		// Counted like a worker that died: started again while attempts last.
+		state = task.StatePending
+		if t.Attempt >= t.MaxAttempts {
+			state = task.StateFailed
+		}
+	}
+	if errors.Is(cause, ErrShutdown) && !state.Terminal() && !parked(state) {
+		state = ""
+		out.Message = "Worker shutting down; handed back to the queue"
+	}
+	if state == "" || state == task.StateRunning {
+		state = j.releaseState()
+	}
+	w := store.TaskWrite{ID: t.ID, Token: t.LeaseToken, State: state, Release: true, Result: out.Result,
+		RunAfter: out.RunAfter, BumpAttempt: panicked}
+	if out.Error != "" {
+		w.Error = &out.Error
+	}
+	j.flushMu.Lock()
+	defer j.flushMu.Unlock()
+	w.Events, w.Steps, _ = j.take()
+	w.Events = append(w.Events, finalEvent(state, out))
+	written, err := p.write(w)
+	switch {
+	case err != nil:
+		p.taskLogger(t).Error("Could not record the task's outcome; the rescuer will re-queue it", "error", err)
+	case !written:
+		p.taskLogger(t).Warn("Lease lost before the outcome was written; another worker owns the task")
+	default:
+		p.published(t, state)
+	}
+}
+
+// published tells local subscribers and the benchmark that t changed.
+func (p *Pool) published(t *task.Task, state task.State) {
+	if p.hub != nil {
+		p.hub.Publish(t.ID)
+	}
+	if state != "" && p.cfg.OnFinish != nil {
+		p.cfg.OnFinish(t, state)
+	}
+}
+
+// releaseState is where a handed-back task rests: compensating tasks stay
+// compensating (claimable), everything else is pending.
+func (j *Job) releaseState() task.State {
 	j.mu.Lock()
-	j.wrote = true
-	j.mu.Unlock()
-	return true
+	defer j.mu.Unlock()
+	if j.Task.State == task.StateCompensating || j.state == task.StateCompensating {
+		return task.StateCompensating
+	}
+	return task.StatePending
+}
+
+func parked(s task.State) bool {
+	return s == task.StateAwaitingApproval || s == task.StateAwaitingInput || s == task.StateScheduled || s == task.StateNeedsAttention
+}
+
+// finalEvent describes the transition an outcome makes.
+func finalEvent(s task.State, out Outcome) task.Event {
+	data, _ := json.Marshal(struct {
+		State task.State `json:"state"`
+		Error *string    `json:"error"`
+	}{s, nilIfEmpty(out.Error)})
+	if s.Terminal() {
+		typ, status := task.TerminalEvent(s)
+		msg := out.Message
+		if msg == "" {
+			msg = "Task " + string(s)
+			if out.Error != "" {
+				msg += ": " + out.Error
+			}
+		}
+		return task.Event{Type: typ, Status: status, Message: msg, Data: data}
+	}
+	status := task.StatusLog
+	switch s {
+	case task.StateAwaitingApproval:
+		status = task.StatusApproval
+	case task.StateCompensating, task.StateNeedsAttention:
+		status = task.StatusCompensating
+	}
+	msg := out.Message
+	if msg == "" {
+		msg = "Task " + string(s)
+	}
+	return task.Event{Type: task.EventTaskState, Status: status, Message: msg, Data: data}
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // interrupt cancels the job's context with cause; shutdown and a lost lease
@@ -116,6 +246,14 @@ func (j *Job) interrupt(cause error) {
 		j.stopOnce.Do(func() { j.stopCause = cause; close(j.stop) })
 	}
 }
+
+// drain closes Draining: the pool is stopping.
+func (j *Job) drain() { j.drainOnce.Do(func() { close(j.draining) }) }
+
+// Draining is closed when the pool stops: the job must start no new step
+// (a step already running may finish within the grace period) and return,
+// so its task is handed back with its completed steps kept.
+func (j *Job) Draining() <-chan struct{} { return j.draining }
 
 // Stopping is closed when the worker shuts down or loses the lease: the
 // job must stop even work it does after a cancel, such as compensating.
@@ -134,23 +272,19 @@ func (j *Job) StopCause() error {
 // Token is the lease token every write about this task must carry.
 func (j *Job) Token() string { return j.Task.LeaseToken }
 
-// Store is the store, for handlers' own fenced writes (steps, artifacts).
-func (j *Job) Store() *store.Store { return j.store }
+// Store is the store, for handlers' own fenced writes (approvals, agent
+// state) and reads.
+func (j *Job) Store() *store.Store { return j.pool.store }
 
-// Emit buffers an event; it is written, with the next seqs, at the next
-// Flush or with the task's final state, whichever comes first. Buffering
-// lets a fast handler write all of its events in the same statement as its
-// final state.
+// Emit buffers an event for the next write.
 func (j *Job) Emit(e task.Event) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.events = append(j.events, e)
 }
 
-// SaveStep holds back a step row, to be written whole with the next Flush,
-// Write or the task's final state. For steps whose action has no side
-// effect: nothing needs to be stored before they run. A later save of the
-// same step replaces the earlier one (keeping its Started/Finished marks).
+// SaveStep buffers a step row for the next write; a later save of the same
+// step replaces it, keeping its Started, Finished and Compensated marks.
 func (j *Job) SaveStep(s store.StepSave) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -158,116 +292,97 @@ func (j *Job) SaveStep(s store.StepSave) {
 }
 
 func (j *Job) saveStepLocked(s store.StepSave) {
-	if i := j.heldStepLocked(s.Idx); i >= 0 {
-		prev := j.steps[i]
-		s.Started = s.Started || prev.Started
-		s.Finished = s.Finished || prev.Finished
-		j.steps[i] = s
-		return
+	for i := range j.steps {
+		if prev := j.steps[i]; prev.Idx == s.Idx {
+			s.Started = s.Started || prev.Started
+			s.Finished = s.Finished || prev.Finished
+			s.Compensated = s.Compensated || prev.Compensated
+			j.steps[i] = s
+			return
+		}
 	}
 	j.steps = append(j.steps, s)
 }
 
-// heldStepLocked is the position of step idx's held-back row, or -1.
-func (j *Job) heldStepLocked(idx int) int {
-	for i := range j.steps {
-		if j.steps[i].Idx == idx {
-			return i
-		}
-	}
-	return -1
+// SetState buffers a state change of the task (it keeps its lease) for the
+// next write.
+func (j *Job) SetState(s task.State) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.state = s
 }
 
-// Flush writes buffered events and held-back steps now (a long step
-// reporting progress). A lost lease cancels the job with ErrLeaseLost and
-// returns it.
+// Flush stores what is buffered now, through the pool's batched writer
+// (which retries database faults within the lease). A lost lease, or a
+// write that could not be made within it, cancels the job with
+// ErrLeaseLost and returns it: the task is given up, and another worker
+// resumes it.
 func (j *Job) Flush(ctx context.Context) error {
-	if j.refuseInline() {
-		return ErrInlineWrite
-	}
 	j.flushMu.Lock()
 	defer j.flushMu.Unlock()
-	return j.flushLocked(ctx)
-}
-
-func (j *Job) flushLocked(ctx context.Context) error {
-	evs, steps := j.takeEvents(), j.takeSteps()
-	if len(evs) == 0 && len(steps) == 0 {
+	evs, steps, state := j.take()
+	if len(evs) == 0 && len(steps) == 0 && state == "" {
 		return nil
 	}
-	err := j.store.TaskFlush(ctx, j.Task.ID, j.Token(), steps, evs)
-	if errors.Is(err, store.ErrLeaseLost) {
+	written, err := j.pool.write(store.TaskWrite{ID: j.Task.ID, Token: j.Token(), State: state, Events: evs, Steps: steps})
+	switch {
+	case err != nil:
+		j.giveBack(evs, steps, state)
+		j.pool.taskLogger(j.Task).Warn("Could not write within the lease; giving the task up", "error", err)
+		j.interrupt(ErrLeaseLost)
+		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+	case !written:
 		j.interrupt(ErrLeaseLost)
 		return ErrLeaseLost
 	}
-	if err != nil {
-		// Keep them for the next try so nothing is lost.
-		j.Requeue(evs)
-		j.mu.Lock()
-		for _, st := range steps {
-			if j.heldStepLocked(st.Idx) < 0 { // not saved again since
-				j.saveStepLocked(st)
-			}
-		}
-		j.mu.Unlock()
+	if state != "" {
+		j.Task.State = state
 	}
-	return err
+	return nil
 }
 
-// Write runs a handler's own fenced write once the held-back steps are
-// stored, handing it the buffered events to write in the same statement
-// (they go back to the buffer when it fails for any reason but a lost
-// lease). Background flushes wait meanwhile, so seqs stay in causal order.
-func (j *Job) Write(ctx context.Context, write func(buffered []task.Event) error) error {
-	if j.refuseInline() {
-		return ErrInlineWrite
-	}
-	j.flushMu.Lock()
-	defer j.flushMu.Unlock()
+// take empties the buffers.
+func (j *Job) take() ([]task.Event, []store.StepSave, task.State) {
 	j.mu.Lock()
-	held := len(j.steps) > 0
-	j.mu.Unlock()
-	if held {
-		if err := j.flushLocked(ctx); err != nil {
-			return err
+	defer j.mu.Unlock()
+	evs, steps, state := j.events, j.steps, j.state
+	j.events, j.steps, j.state = nil, nil, ""
+	return evs, steps, state
+}
+
+// giveBack puts what a failed write took back in front of anything
+// buffered since.
+func (j *Job) giveBack(evs []task.Event, steps []store.StepSave, state task.State) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.events = append(evs, j.events...)
+	for _, s := range steps {
+		found := false
+		for _, cur := range j.steps {
+			found = found || cur.Idx == s.Idx // saved again since: the newer wins
+		}
+		if !found {
+			j.steps = append(j.steps, s)
 		}
 	}
-	evs := j.takeEvents()
-	err := write(evs)
-	if errors.Is(err, store.ErrLeaseLost) {
-		j.interrupt(ErrLeaseLost)
-	} else if err != nil {
-		j.Requeue(evs)
+	if j.state == "" {
+		j.state = state
 	}
-	return err
 }
 
 // Drain takes the buffered events, for a handler that writes them itself
 // with its next state change (one statement instead of two).
-func (j *Job) Drain() []task.Event { return j.takeEvents() }
+func (j *Job) Drain() []task.Event {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	evs := j.events
+	j.events = nil
+	return evs
+}
 
 // Requeue puts events back at the front of the buffer (their write failed).
 func (j *Job) Requeue(evs []task.Event) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.events = append(evs, j.events...)
-}
-
-func (j *Job) takeSteps() []store.StepSave {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if len(j.steps) == 0 {
-		return nil
-	}
-	out := j.steps
-	j.steps = nil
-	return out
-}
-
-func (j *Job) takeEvents() []task.Event {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	evs := j.events
-	j.events = nil
-	return evs
 }

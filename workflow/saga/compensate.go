@@ -22,7 +22,7 @@ func (rn *run) finishWithCompensation(cancelled bool, reason string) queue.Outco
 	reason = redact(reason, rn.secrets) // it quotes the failed step's error
 	if rn.j.Task.State != task.StateCompensating {
 		data := map[string]any{"state": task.StateCompensating, "reason": reason}
-		if err := rn.write(store.StepWrite{TaskState: task.StateCompensating, Events: []task.Event{
+		if err := rn.write(change{TaskState: task.StateCompensating, Events: []task.Event{
 			{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Undoing completed steps: " + reason, Data: mustJSON(data)},
 		}}); err != nil {
 			return rn.interruptedOutcome(err)
@@ -92,7 +92,10 @@ func (rn *run) compensateRows(rows []store.StepRow) error {
 		}
 		ok := false
 		for try := 1; try <= retries+1; try++ {
-			if err := rn.write(store.StepWrite{Idx: row.Idx, State: "compensating", StartCompensation: true, Events: []task.Event{
+			if rn.draining() {
+				return errInterrupted // handed back compensating; the next owner goes on
+			}
+			if err := rn.write(change{Idx: row.Idx, State: "compensating", StartCompensation: true, Events: []task.Event{
 				rn.event(ps, task.EventStepCompensating, task.StatusCompensating, comp.Action,
 					fmt.Sprintf("Undoing %s with %s (try %d)", ps.Name, comp.Action, try), nil),
 			}}); err != nil {
@@ -103,7 +106,7 @@ func (rn *run) compensateRows(rows []store.StepRow) error {
 				return errInterrupted
 			}
 			if err == nil {
-				if err := rn.write(store.StepWrite{Idx: row.Idx, State: "compensated", Finish: true, Events: []task.Event{
+				if err := rn.write(change{Idx: row.Idx, State: "compensated", Finish: true, Events: []task.Event{
 					rn.event(ps, task.EventStepCompensated, task.StatusCompensating, comp.Action, fmt.Sprintf("Undid %s", ps.Name), nil),
 				}}); err != nil {
 					return err
@@ -123,7 +126,7 @@ func (rn *run) compensateRows(rows []store.StepRow) error {
 				continue
 			}
 			msg := err.Error()
-			if werr := rn.write(store.StepWrite{Idx: row.Idx, State: "compensation_failed", Finish: true, Error: &msg, Events: []task.Event{
+			if werr := rn.write(change{Idx: row.Idx, State: "compensation_failed", Finish: true, Error: &msg, Events: []task.Event{
 				rn.event(ps, task.EventStepFailed, task.StatusError, comp.Action, fmt.Sprintf("Undoing %s failed: %s", ps.Name, msg), nil),
 			}}); werr != nil {
 				return werr

@@ -81,30 +81,6 @@ func NewRunner(cfg Config) *Runner {
 	return &Runner{cfg: cfg}
 }
 
-// Inline implements queue.Inliner. A first run of a pipeline of plain steps
-// whose actions are all effect-free (and instant), with no approval and no
-// retry, writes nothing before its outcome: the pool runs it inside its
-// claim and writes it once. Anything else, and any run that turns out to
-// need a write (a failure to compensate), takes the leased path.
-func (r *Runner) Inline(t *task.Task) bool {
-	if !t.FirstRun || t.State != task.StateRunning || t.CancelRequested || t.DeadlineAt != nil {
-		return false
-	}
-	p, ok := r.cfg.Catalog.Get(t.Pipeline)
-	if !ok {
-		return false
-	}
-	for _, st := range p.Steps {
-		if st.Parallel != nil || st.ForEach != nil || st.Approval != nil || st.Retries > 0 {
-			return false
-		}
-		if act, ok := r.cfg.Actions[st.Action]; !ok || !action.IsEffectFree(act) {
-			return false
-		}
-	}
-	return true
-}
-
 // errInterrupted: the worker is stopping or lost the lease; leave the task
 // as it is for the next owner.
 var errInterrupted = errors.New("interrupted")
@@ -157,9 +133,7 @@ func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
 // walk runs the task's stages from where they stand to an outcome.
 func (rn *run) walk() queue.Outcome {
 	t := rn.j.Task
-	if err := rn.initSteps(); err != nil {
-		return rn.interruptedOutcome(err)
-	}
+	rn.initSteps()
 	if t.State == task.StateCompensating {
 		return rn.finishWithCompensation(t.CancelRequested, derefOr(t.Error, "cancelled"))
 	}
@@ -169,7 +143,7 @@ func (rn *run) walk() queue.Outcome {
 			return *park
 		}
 		if err != nil {
-			if errors.Is(err, errInterrupted) {
+			if errors.Is(err, errInterrupted) || store.Transient(err) {
 				return rn.interruptedOutcome(err)
 			}
 			cancelled := errors.Is(context.Cause(rn.ctx), queue.ErrCancelRequested)
@@ -179,42 +153,31 @@ func (rn *run) walk() queue.Outcome {
 	return rn.completed()
 }
 
-// initSteps creates the step rows with their idempotency keys (once) and
-// loads them.
-func (rn *run) initSteps() error {
-	var inits []store.StepInit
+// initSteps loads the step rows earlier runs left (the claim read them) and
+// makes the missing ones, with their idempotency keys. New rows ride with
+// the task's next write, which is stored before any action runs: a step's
+// start is flushed before its action (invariant 4), and a resumed task
+// reuses the stored keys.
+func (rn *run) initSteps() {
+	for i := range rn.j.Steps {
+		row := rn.j.Steps[i]
+		rn.steps[row.Idx] = &row
+	}
 	for _, st := range rn.stages {
 		for _, ps := range st.Steps {
 			rn.plan[ps.Index] = ps
+			if _, ok := rn.steps[ps.Index]; ok {
+				continue
+			}
 			with, err := rn.render(ps.Step.With, ps)
 			if err != nil {
 				with = map[string]any{"render_error": err.Error()}
 			}
-			inits = append(inits, store.StepInit{Idx: ps.Index, Name: ps.Name, IdempotencyKey: idempotencyKey(rn.j.Task.ID, ps, with)})
+			row := store.StepRow{Idx: ps.Index, Name: ps.Name, State: "pending", IdempotencyKey: idempotencyKey(rn.j.Task.ID, ps, with)}
+			rn.steps[ps.Index] = &row
+			rn.j.SaveStep(saveOf(row, change{}))
 		}
 	}
-	if rn.j.Task.FirstRun {
-		// Nobody wrote anything for this task yet, so there are no rows to
-		// load: create them here and let them ride with the next write,
-		// which comes before any step with a side effect runs.
-		for _, in := range inits {
-			row := store.StepRow{Idx: in.Idx, Name: in.Name, State: "pending", IdempotencyKey: in.IdempotencyKey}
-			rn.steps[in.Idx] = &row
-			rn.j.SaveStep(saveOf(row, false, false))
-		}
-		return nil
-	}
-	rows, err := rn.j.Store().StepsInit(rn.ctx, rn.j.Task.ID, rn.j.Token(), inits)
-	if err != nil {
-		if errors.Is(err, store.ErrLeaseLost) {
-			return errInterrupted
-		}
-		return err
-	}
-	for i := range rows {
-		rn.steps[rows[i].Idx] = &rows[i]
-	}
-	return nil
 }
 
 func (rn *run) completed() queue.Outcome {
@@ -262,10 +225,11 @@ func plainJSONString(s string) bool {
 	return true
 }
 
-// interruptedOutcome leaves the task for the next owner: on shutdown the
-// pool hands it back; on a lost lease it writes nothing.
+// interruptedOutcome leaves the task for the next owner: on shutdown, or a
+// database fault (never the task's failure, invariant 10), the pool hands
+// it back; on a lost lease it writes nothing.
 func (rn *run) interruptedOutcome(err error) queue.Outcome {
-	if rn.j.StopCause() == nil && !errors.Is(err, errInterrupted) {
+	if rn.j.StopCause() == nil && !errors.Is(err, errInterrupted) && !store.Transient(err) {
 		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
 	}
 	return queue.Outcome{} // the pool releases it (or drops it when the lease is gone)
@@ -289,9 +253,9 @@ func (rn *run) data(ps pipeline.PlannedStep) map[string]any {
 	}
 }
 
-// startFlusher writes buffered events every FlushInterval from the first
-// action that may take a while on, so live viewers see progress while a
-// long step runs (a run of effect-free steps needs none).
+// startFlusher writes what is buffered every FlushInterval from the first
+// action on, so live viewers see progress (logs, a step's end, a retry's
+// wait) while the task's next write is still to come.
 func (rn *run) startFlusher() {
 	rn.flushOnce.Do(func() {
 		done := make(chan struct{})
@@ -314,45 +278,57 @@ func (rn *run) startFlusher() {
 	})
 }
 
-// write applies a fenced step change; a lost lease becomes errInterrupted.
-// A forward change to a step whose action has no side effect is held back
-// and written with the task's next write (deferrable).
-func (rn *run) write(w store.StepWrite) error {
-	rn.redactWrite(&w)
-	if rn.deferrable(w) {
-		for _, e := range w.Events {
-			rn.j.Emit(e)
-		}
-		row := rn.apply(w)
-		rn.j.SaveStep(saveOf(row, w.Start, w.Finish))
-		return nil
-	}
-	// Buffered events (logs, tool.executed) go first, in the same
-	// statement, so seqs stay in causal order.
-	err := rn.j.Write(context.WithoutCancel(rn.ctx), func(buffered []task.Event) error {
-		w.Events = append(buffered, w.Events...)
-		return rn.j.Store().StepWrite(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), w)
-	})
-	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, queue.ErrLeaseLost) {
-		return errInterrupted
-	}
-	if err == nil && w.Idx > 0 {
-		rn.apply(w)
-	}
-	if err == nil && w.TaskState != "" {
-		rn.j.Task.State = w.TaskState
-	}
-	return err
+// change is one change of a step (Idx > 0) and/or of the task.
+type change struct {
+	Idx   int    // 0: no step change (task state and events only)
+	State string // new step state
+	// Start marks the step running: attempt + 1, started_at = now.
+	Start bool
+	// StartCompensation: compensation_attempt + 1.
+	StartCompensation bool
+	// Finish sets finished_at (forward steps) or compensated_at.
+	Finish    bool
+	Output    json.RawMessage
+	Error     *string
+	TaskState task.State // "" keeps the task's state
+	Events    []task.Event
 }
 
-// redactWrite hides secret values in a step's error (action errors may
+// write records c in the run's copy of the step and buffers it, with its
+// events, for the task's next write. A change that something must find
+// stored is written at once: a step's or a compensation's start (its action
+// comes next, invariant 4) and a change of the task's state (invariant 6).
+// Everything else (a step's end, a retry's wait) rides with the next write
+// or the background flush. A write that cannot be made gives the task up:
+// errInterrupted.
+func (rn *run) write(c change) error {
+	rn.redactChange(&c)
+	for _, e := range c.Events {
+		rn.j.Emit(e)
+	}
+	if c.Idx > 0 {
+		rn.j.SaveStep(saveOf(rn.apply(c), c))
+	}
+	if c.TaskState != "" {
+		rn.j.SetState(c.TaskState)
+	}
+	if !c.Start && !c.StartCompensation && c.TaskState == "" {
+		return nil
+	}
+	if err := rn.j.Flush(context.WithoutCancel(rn.ctx)); err != nil {
+		return errInterrupted
+	}
+	return nil
+}
+
+// redactChange hides secret values in a step's error (action errors may
 // quote a URL or a command line); events are redacted as they are made
 // (event). Step outputs stay as the action gave them (compensations read
 // them; people see them only through the redacted result).
-func (rn *run) redactWrite(w *store.StepWrite) {
-	if w.Error != nil && len(rn.secrets) > 0 {
-		e := redact(*w.Error, rn.secrets)
-		w.Error = &e
+func (rn *run) redactChange(c *change) {
+	if c.Error != nil && len(rn.secrets) > 0 {
+		e := redact(*c.Error, rn.secrets)
+		c.Error = &e
 	}
 }
 
@@ -365,52 +341,42 @@ func (rn *run) redactOutcome(out queue.Outcome) queue.Outcome {
 	return out
 }
 
-// deferrable: a forward change of a step whose action is effect-free (no
-// task state change, no compensation) needs no round trip of its own.
-func (rn *run) deferrable(w store.StepWrite) bool {
-	if w.Idx == 0 || w.TaskState != "" || w.StartCompensation {
-		return false
-	}
-	switch w.State {
-	case "running", "completed", "failed", "cancelled":
-	default:
-		return false
-	}
-	act, ok := rn.r.cfg.Actions[rn.plan[w.Idx].Step.Action]
-	return ok && action.IsEffectFree(act)
-}
-
-// apply records a written (or held-back) change in the run's copy of the
-// step row and returns the row.
-func (rn *run) apply(w store.StepWrite) store.StepRow {
+// apply records a change in the run's copy of the step row and returns the row.
+func (rn *run) apply(c change) store.StepRow {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	row := rn.steps[w.Idx]
-	row.State = w.State
-	if w.Start {
+	row := rn.steps[c.Idx]
+	row.State = c.State
+	if c.Start {
 		row.Attempt++
 		row.Error = nil
 	}
-	if w.StartCompensation {
+	if c.StartCompensation {
 		row.CompensationAttempt++
 	}
-	if w.Finish && (w.State == "completed" || w.State == "failed" || w.State == "cancelled") {
+	if c.Finish && !compensationEnd(c.State) {
 		now := time.Now()
 		row.FinishedAt = &now
 	}
-	if len(w.Output) > 0 {
-		row.Output = w.Output
+	if len(c.Output) > 0 {
+		row.Output = c.Output
 	}
-	if w.Error != nil {
-		row.Error = w.Error
+	if c.Error != nil {
+		row.Error = c.Error
 	}
 	return *row
 }
 
-// saveOf is a step row as written whole by a held-back write.
-func saveOf(row store.StepRow, started, finished bool) store.StepSave {
+func compensationEnd(state string) bool {
+	return state == "compensated" || state == "compensation_failed"
+}
+
+// saveOf is a step row as the task's next write stores it, with the marks
+// of change c.
+func saveOf(row store.StepRow, c change) store.StepSave {
 	return store.StepSave{Idx: row.Idx, Name: row.Name, IdempotencyKey: row.IdempotencyKey, State: row.State,
-		Attempt: row.Attempt, Output: row.Output, Error: row.Error, Started: started, Finished: finished}
+		Attempt: row.Attempt, CompensationAttempt: row.CompensationAttempt, Output: row.Output, Error: row.Error,
+		Started: c.Start, Finished: c.Finish && !compensationEnd(c.State), Compensated: c.Finish && compensationEnd(c.State)}
 }
 
 func (rn *run) event(ps pipeline.PlannedStep, typ task.EventType, status task.Status, tool, msg string, data any) task.Event {
@@ -426,6 +392,16 @@ func (rn *run) event(ps pipeline.PlannedStep, typ task.EventType, status task.St
 // of is a step's place, "index/total", as event messages say it.
 func (rn *run) of(ps pipeline.PlannedStep) string {
 	return strconv.Itoa(ps.Index) + "/" + strconv.Itoa(rn.total)
+}
+
+// draining: the worker is stopping, so no new step or compensation starts.
+func (rn *run) draining() bool {
+	select {
+	case <-rn.j.Draining():
+		return true
+	default:
+		return false
+	}
 }
 
 func (rn *run) row(idx int) store.StepRow {

@@ -35,6 +35,9 @@ func (rn *run) stage(st pipeline.Stage) (*queue.Outcome, error) {
 	if err := context.Cause(rn.ctx); err != nil {
 		return nil, interruption(rn, err)
 	}
+	if rn.draining() {
+		return nil, errInterrupted
+	}
 	if park, err := rn.approvals(todo); park != nil || err != nil {
 		return park, err
 	}
@@ -69,7 +72,7 @@ func (rn *run) approvals(todo []pipeline.PlannedStep) (*queue.Outcome, error) {
 		case err == nil && a.State == "approved":
 			continue
 		case err != nil && !errors.Is(err, store.ErrNotFound):
-			return nil, err
+			return nil, fmt.Errorf("step %s: reading its approval: %w", ps.Name, err)
 		}
 		// The approver sees the public params only: the run's are real.
 		detail, _ := json.Marshal(map[string]any{"action": ps.Step.Action, "params": rn.p.Public(rn.params)})
@@ -86,8 +89,8 @@ func (rn *run) approvals(todo []pipeline.PlannedStep) (*queue.Outcome, error) {
 	if timeout <= 0 {
 		timeout = pipeline.ApprovalTimeoutDefault
 	}
-	if err := rn.j.Flush(context.WithoutCancel(rn.ctx)); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
-		return nil, err
+	if err := rn.j.Flush(context.WithoutCancel(rn.ctx)); err != nil {
+		return nil, errInterrupted
 	}
 	stateData, _ := json.Marshal(map[string]any{"state": task.StateAwaitingApproval})
 	_, err := rn.j.Store().ApprovalPark(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), store.ApprovalParkParams{
@@ -224,7 +227,7 @@ func (rn *run) notStarted(gctx context.Context, ps pipeline.PlannedStep) error {
 	if !errors.Is(context.Cause(gctx), errLoser) || rn.ctx.Err() != nil {
 		return errLoser
 	}
-	if err := rn.write(store.StepWrite{Idx: ps.Index, State: "cancelled", Finish: true, Events: []task.Event{
+	if err := rn.write(change{Idx: ps.Index, State: "cancelled", Finish: true, Events: []task.Event{
 		rn.event(ps, task.EventStepFailed, task.StatusCancelled, ps.Step.Action, fmt.Sprintf("Step %s not started: %s", ps.Name, errLoser), nil),
 	}}); err != nil {
 		return err

@@ -24,9 +24,12 @@ import (
 func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 	failures := 0
 	for {
+		if rn.draining() {
+			return errInterrupted // the worker stops: start nothing new
+		}
 		row := rn.row(ps.Index)
 		attempt := row.Attempt + 1
-		if err := rn.write(store.StepWrite{Idx: ps.Index, State: "running", Start: true, Events: []task.Event{
+		if err := rn.write(change{Idx: ps.Index, State: "running", Start: true, Events: []task.Event{
 			rn.event(ps, task.EventStepStarted, task.StatusToolCall, ps.Step.Action,
 				"Step "+rn.of(ps)+" "+ps.Name+" started (attempt "+strconv.Itoa(attempt)+")",
 				json.RawMessage(`{"attempt":`+strconv.Itoa(attempt)+`}`)),
@@ -35,13 +38,16 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 		}
 		out, err := rn.execute(ctx, ps, ps.Step.Action, ps.Step.With, ps.Step.Timeout, false, attempt, row)
 		if err == nil {
-			return rn.write(store.StepWrite{Idx: ps.Index, State: "completed", Finish: true, Output: out, Events: []task.Event{
+			return rn.write(change{Idx: ps.Index, State: "completed", Finish: true, Output: out, Events: []task.Event{
 				rn.event(ps, task.EventStepCompleted, task.StatusToolResult, ps.Step.Action,
 					"Step "+rn.of(ps)+" "+ps.Name+" completed", nil),
 			}})
 		}
-		if rn.j.StopCause() != nil {
-			return errInterrupted // leave the step running: the next owner re-runs it with the same key
+		if rn.j.StopCause() != nil || store.Transient(err) {
+			// Leave the step running: the next owner re-runs it with the
+			// same key. A database fault inside the action (the local
+			// provider keeps its state there) is not the step's failure.
+			return errInterrupted
 		}
 		if cause := context.Cause(ctx); cause != nil {
 			// Cancelled by the user, the deadline, or the group joining.
@@ -50,7 +56,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 				reason = errLoser
 			}
 			msg := err.Error()
-			if werr := rn.write(store.StepWrite{Idx: ps.Index, State: "cancelled", Finish: true, Error: &msg, Events: []task.Event{
+			if werr := rn.write(change{Idx: ps.Index, State: "cancelled", Finish: true, Error: &msg, Events: []task.Event{
 				rn.event(ps, task.EventStepFailed, task.StatusCancelled, ps.Step.Action, fmt.Sprintf("Step %s stopped: %s", ps.Name, reason), nil),
 			}}); werr != nil {
 				return werr
@@ -61,7 +67,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 		var perm *action.Permanent
 		if failures > ps.Step.Retries || errors.As(err, &perm) {
 			msg := err.Error()
-			if werr := rn.write(store.StepWrite{Idx: ps.Index, State: "failed", Finish: true, Error: &msg, Events: []task.Event{
+			if werr := rn.write(change{Idx: ps.Index, State: "failed", Finish: true, Error: &msg, Events: []task.Event{
 				rn.event(ps, task.EventStepFailed, task.StatusError, ps.Step.Action, fmt.Sprintf("Step %s failed: %s", ps.Name, msg), nil),
 			}}); werr != nil {
 				return werr
@@ -70,7 +76,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 		}
 		wait := backoff(rn.r.cfg.RetryBase, failures)
 		msg := fmt.Sprintf("Step %s failed (%s); retrying in %s (%d of %d retries)", ps.Name, err, wait.Round(time.Millisecond), failures, ps.Step.Retries)
-		if werr := rn.write(store.StepWrite{Idx: ps.Index, State: "running", Events: []task.Event{
+		if werr := rn.write(change{Idx: ps.Index, State: "running", Events: []task.Event{
 			rn.event(ps, task.EventStepRetrying, task.StatusLog, ps.Step.Action, msg, map[string]any{"error": err.Error(), "retry_in_ms": wait.Milliseconds()}),
 		}}); werr != nil {
 			return werr
@@ -98,9 +104,7 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 	if !ok {
 		return nil, &action.Permanent{Err: fmt.Errorf("action %s is not available on this server", name)}
 	}
-	if !action.IsEffectFree(act) {
-		rn.startFlusher()
-	}
+	rn.startFlusher()
 	if compensating {
 		// A compensation sees the forward step's inputs under its own.
 		merged := map[string]any{}

@@ -139,10 +139,7 @@ type Task struct {
 	Progress        Progress        `json:"progress"`
 	LastSeq         int             `json:"last_seq"`
 	LeaseToken      string          `json:"-"` // set on claimed tasks; every worker write carries it
-	// FirstRun is set on a claimed task never started before: no worker has
-	// written anything for it yet (no step rows exist).
-	FirstRun bool   `json:"-"`
-	Steps    []Step `json:"steps,omitempty"`
+	Steps           []Step          `json:"steps,omitempty"`
 }
 
 // Step is one step of a deploy task.
