@@ -142,9 +142,6 @@ func TestAgentAPI(t *testing.T) {
 // the step's output as an artifact.
 var failingDeploy = queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
 	st := j.Store()
-	if _, err := st.StepsInit(ctx, j.Task.ID, j.Token(), []store.StepInit{{Idx: 1, Name: "deploy_container", IdempotencyKey: "k"}}); err != nil {
-		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
-	}
 	w, err := artifact.New(st, 0).Create(ctx, j.Task.ID, j.Task.TeamID, 1, "deploy_container.log", nil)
 	if err != nil {
 		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
@@ -154,9 +151,7 @@ var failingDeploy = queue.HandlerFunc(func(ctx context.Context, j *queue.Job) qu
 		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
 	}
 	msg := "health check failed"
-	if err := st.StepWrite(ctx, j.Task.ID, j.Token(), store.StepWrite{Idx: 1, State: "failed", Finish: true, Error: &msg}); err != nil {
-		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
-	}
+	j.SaveStep(store.StepSave{Idx: 1, Name: "deploy_container", IdempotencyKey: "k", State: "failed", Attempt: 1, Error: &msg, Started: true, Finished: true})
 	return queue.Outcome{State: task.StateFailed, Error: "step deploy_container failed: " + msg}
 })
 

@@ -175,7 +175,7 @@ func TestWebSocketLimits(t *testing.T) {
 		_, err := b.pool.Exec(t.Context(), `
 			WITH n AS (UPDATE tasks SET last_seq = 20001 WHERE id = $1)
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT $1, g, g, json_build_array(json_build_array('step.log', 'log', repeat('x', 1024)))::text
+			SELECT $1, g, g, jsonb_build_array(jsonb_build_object('type', 'step.log', 'status', 'log', 'message', repeat('x', 1024)))
 			FROM generate_series(2, 20001) g`, id)
 		require.NoError(t, err)
 		ws, _, err := b.dialWS(t, b.aliceToken, nil)

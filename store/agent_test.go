@@ -27,7 +27,7 @@ func TestAgentStore(t *testing.T) {
 		claimed, err := st.TaskClaim(t.Context(), "w1", 1, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, claimed, 1)
-		return claimed[0]
+		return claimed[0].Task
 	}
 	state := store.AgentState{Goal: "hi", Iteration: 1, Messages: json.RawMessage(`[{"role":"user","content":"hi"}]`)}
 

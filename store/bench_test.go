@@ -13,9 +13,10 @@ import (
 )
 
 // BenchmarkClaimFinish measures the queue's hot path as the noop pipeline
-// walks it: a batch claim, then a batch finish carrying each task's step row
-// and its four events (step.started, tool.executed, step.completed,
-// task.completed). ns/op is per task; the sub-benchmarks vary the batch.
+// walks it: a batch claim, a batch of step starts (the step row and its
+// step.started event), then a batch of outcomes carrying the step's end and
+// three events (tool.executed, step.completed, task.completed). ns/op is
+// per task; the sub-benchmarks vary the batch.
 func BenchmarkClaimFinish(b *testing.B) {
 	for _, batch := range []int{10, 25, 50, 100, 150} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
@@ -30,19 +31,28 @@ func BenchmarkClaimFinish(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				fs := make([]store.Finish, len(claimed))
-				for i, t := range claimed {
-					fs[i] = store.Finish{ID: t.ID, Token: t.LeaseToken, State: task.StateCompleted,
-						Steps: []store.StepSave{{Idx: 1, Name: "noop", IdempotencyKey: t.ID + ":1", State: "completed", Attempt: 1,
-							Output: []byte(`{}`), Started: true, Finished: true}},
+				starts := make([]store.TaskWrite, len(claimed))
+				fs := make([]store.TaskWrite, len(claimed))
+				for i, c := range claimed {
+					t := c.Task
+					starts[i] = store.TaskWrite{ID: t.ID, Token: t.LeaseToken,
+						Steps: []store.StepSave{{Idx: 1, Name: "noop", IdempotencyKey: t.ID + ":1", State: "running", Attempt: 1, Started: true}},
 						Events: []task.Event{
 							{Type: task.EventStepStarted, Status: task.StatusToolCall, Step: 1, TotalStep: 1, Message: "Step 1/1 noop started (attempt 1)", Data: []byte(`{"attempt":1}`)},
+						}}
+					fs[i] = store.TaskWrite{ID: t.ID, Token: t.LeaseToken, State: task.StateCompleted, Release: true,
+						Steps: []store.StepSave{{Idx: 1, Name: "noop", IdempotencyKey: t.ID + ":1", State: "completed", Attempt: 1,
+							Output: []byte(`{}`), Finished: true}},
+						Events: []task.Event{
 							{Type: task.EventToolExecuted, Status: task.StatusToolResult, Step: 1, TotalStep: 1, Message: "noop finished: ok", Data: []byte(`{"tool":"noop","duration_ms":0,"outcome":"ok","compensating":false}`)},
 							{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 1, TotalStep: 1, Message: "Step 1/1 noop completed"},
 							{Type: task.EventTaskCompleted, Status: task.StatusCompleted, Message: "Task completed"},
 						}}
 				}
-				if _, err := st.TaskFinish(b.Context(), fs); err != nil {
+				if _, err := st.TaskWrites(b.Context(), starts); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := st.TaskWrites(b.Context(), fs); err != nil {
 					b.Fatal(err)
 				}
 				done += len(claimed)
@@ -64,7 +74,7 @@ func BenchmarkEventAppend(b *testing.B) {
 	ev := []task.Event{{Type: task.EventStepLog, Status: task.StatusLog, Step: 1, TotalStep: 1, Message: "a line of output"}}
 	b.ResetTimer()
 	for range b.N {
-		if err := st.EventAppend(b.Context(), claimed[0].ID, claimed[0].LeaseToken, ev); err != nil {
+		if err := st.EventAppend(b.Context(), claimed[0].Task.ID, claimed[0].Task.LeaseToken, ev); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -31,7 +31,7 @@ func TestEventBatches(t *testing.T) {
 	claimed, err := st.TaskClaim(ctx, "w1", 1, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
-	require.Equal(t, tk.ID, claimed[0].ID)
+	require.Equal(t, tk.ID, claimed[0].Task.ID)
 
 	odd := "quote \" backslash \\ newline \n tab \t bell \a nul \x00 bad \xff utf8 é ✓ 🚀 end"
 	written := []task.Event{
@@ -41,11 +41,11 @@ func TestEventBatches(t *testing.T) {
 		{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 1, TotalStep: 2, StepName: "one"},
 		{Type: task.EventStepLog, Status: task.StatusLog, Message: strings.Repeat("long ", 1000)},
 	}
-	require.NoError(t, st.TaskFlush(ctx, tk.ID, claimed[0].LeaseToken, nil, written))
+	require.NoError(t, st.EventAppend(ctx, tk.ID, claimed[0].Task.LeaseToken, written))
 
 	var batches, rows int
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM task_event_batches WHERE task_id = $1`, tk.ID).Scan(&batches))
-	require.Equal(t, 3, batches, "submit, claim and the flush: one row each")
+	require.Equal(t, 3, batches, "submit, claim and the write: one row each")
 
 	all, err := st.EventsAfter(ctx, tk.ID, 0, 0)
 	require.NoError(t, err)
@@ -131,9 +131,11 @@ func TestTaskDeleteTakesItsRows(t *testing.T) {
 		claimed, err := st.TaskClaim(ctx, "w1", 1, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, claimed, 1)
-		require.NoError(t, st.TaskFlush(ctx, claimed[0].ID, claimed[0].LeaseToken,
-			[]store.StepSave{{Idx: 1, Name: "one", State: "completed"}},
-			[]task.Event{{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 1, TotalStep: 1}}))
+		written, err := st.TaskWrites(ctx, []store.TaskWrite{{ID: claimed[0].Task.ID, Token: claimed[0].Task.LeaseToken,
+			Steps:  []store.StepSave{{Idx: 1, Name: "one", State: "completed"}},
+			Events: []task.Event{{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 1, TotalStep: 1}}}})
+		require.NoError(t, err)
+		require.Len(t, written, 1)
 	}
 	count := func(id string) (events, steps int) {
 		require.NoError(t, st.Pool().QueryRow(ctx, `SELECT

@@ -10,8 +10,8 @@ import (
 	"flightdeck/workflow/task"
 )
 
-// The stored form is positional, with trailing zero fields left out, and
-// reads back to the same events.
+// The stored form is the contract's event JSON, keyed, with zero fields
+// left out, and reads back to the same events.
 func TestStoredEventForm(t *testing.T) {
 	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	events := []task.Event{
@@ -22,12 +22,12 @@ func TestStoredEventForm(t *testing.T) {
 		{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 2},
 		{Type: task.EventTaskState, Status: task.StatusLog, Data: json.RawMessage(`null`)},
 	}
-	raw := eventsJSON(events)
-	require.Equal(t, `[["task.state","log","Task submitted",{"state":"pending"}],`+
-		`["step.started","tool_call","Step 1/2 build started",{"attempt":1},1,2,"build","exec"],`+
-		`["step.log","log","a \"quoted\" line\tü\ufffd",{},1,2,"build"],`+
-		`["step.completed","tool_result","",{},2],`+
-		`["task.state","log",""]]`, string(raw))
+	raw := encodeEvents(events)
+	require.Equal(t, `[{"type":"task.state","status":"log","message":"Task submitted","data":{"state":"pending"}},`+
+		`{"type":"step.started","status":"tool_call","message":"Step 1/2 build started","data":{"attempt":1},"step":1,"total_step":2,"step_name":"build","tool":"exec"},`+
+		`{"type":"step.log","status":"log","message":"a \"quoted\" line\tü\ufffd","step":1,"total_step":2,"step_name":"build"},`+
+		`{"type":"step.completed","status":"tool_result","step":2},`+
+		`{"type":"task.state","status":"log"}]`, string(raw))
 	require.True(t, json.Valid(raw))
 
 	got, err := decodeEvents("t1", 7, at, raw)
@@ -44,7 +44,7 @@ func TestStoredEventForm(t *testing.T) {
 		require.Equal(t, e, got[i], "event %d", i)
 	}
 
-	for _, bad := range []string{`{}`, `[{"type":"x"}]`, `[["a","b"]]`, `[["a","b","c",{},1,2,"s","t","extra"]]`, `[["a","b",3]]`, `[`} {
+	for _, bad := range []string{`{}`, `[["a","b"]]`, `[{"type":3}]`, `[{"step":"x"}]`, `[`} {
 		_, err := decodeEvents("t1", 1, at, []byte(bad))
 		require.Error(t, err, bad)
 	}

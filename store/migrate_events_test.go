@@ -122,3 +122,34 @@ func oldTask(t *testing.T, pool *pgxpool.Pool, lastSeq int) string {
 		SELECT tm.id, u.id, 'deploy', 'noop', $1 FROM tm, u RETURNING id`, lastSeq).Scan(&id))
 	return id
 }
+
+// TestEventJSONBMigrationKeepsEvents: 00017 turns the positional text form
+// into keyed jsonb (and the keyed rows the deadline sweep wrote into the
+// positional table stay as they are), and back.
+func TestEventJSONBMigrationKeepsEvents(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool, p := databaseAt(t, 16)
+	taskID := oldTask(t, pool, 3)
+	_, err := pool.Exec(ctx, `
+		INSERT INTO task_event_batches (task_id, first_seq, last_seq, events, created_at) VALUES
+		($1, 1, 2, '[["task.state","log","Task submitted",{"state":"pending"}],["step.log","log","a \"line\"",{},1,2,"build"]]', '2026-01-02T03:04:05Z'),
+		($1, 3, 3, '[{"type":"task.failed","status":"error","message":"Task failed: deadline passed before it started","data":{"state":"failed"}}]', '2026-01-02T03:04:06Z')`, taskID)
+	require.NoError(t, err)
+
+	require.NoError(t, store.New(pool).Migrate(ctx, nil))
+	evs, err := store.New(pool).EventsAfter(ctx, taskID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 3)
+	require.JSONEq(t, `{"state":"pending"}`, string(evs[0].Data))
+	require.Equal(t, task.Event{TaskID: taskID, Seq: 2, Type: task.EventStepLog, Status: task.StatusLog, Step: 1, TotalStep: 2,
+		StepName: "build", Message: `a "line"`, Data: []byte(`{}`), Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, evs[1])
+	require.Equal(t, task.EventTaskFailed, evs[2].Type, "a row already keyed is kept")
+	require.Equal(t, []string{"task.state", "step.log", "task.failed"},
+		dbtest.Strings(t, pool, `SELECT type FROM task_events WHERE task_id = $1 ORDER BY seq`, taskID))
+
+	_, err = p.DownTo(ctx, 16)
+	require.NoError(t, err)
+	require.Equal(t, []string{"task.state", "step.log", "task.failed"},
+		dbtest.Strings(t, pool, `SELECT type FROM task_events WHERE task_id = $1 ORDER BY seq`, taskID))
+}

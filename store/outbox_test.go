@@ -30,12 +30,12 @@ func TestOutbox(t *testing.T) {
 	late, err := st.Pool().Begin(ctx)
 	require.NoError(t, err)
 	defer late.Rollback(ctx) //nolint:errcheck
-	_, err = late.Exec(ctx, `INSERT INTO task_event_batches (task_id, first_seq, last_seq, events) VALUES ($1, 2, 2, '[["step.log","log","late"]]')`, a.ID)
+	_, err = late.Exec(ctx, `INSERT INTO task_event_batches (task_id, first_seq, last_seq, events) VALUES ($1, 2, 2, '[{"type":"step.log","status":"log","message":"late"}]')`, a.ID)
 	require.NoError(t, err)
 	undone, err := st.Pool().Begin(ctx)
 	require.NoError(t, err)
 	defer undone.Rollback(ctx) //nolint:errcheck
-	_, err = undone.Exec(ctx, `INSERT INTO task_event_batches (task_id, first_seq, last_seq, events) VALUES ($1, 3, 3, '[["step.log","log","never"]]')`, a.ID)
+	_, err = undone.Exec(ctx, `INSERT INTO task_event_batches (task_id, first_seq, last_seq, events) VALUES ($1, 3, 3, '[{"type":"step.log","status":"log","message":"never"}]')`, a.ID)
 	require.NoError(t, err)
 	c := testfactory.Task(t, st, u, nil) // commits while late is open
 

@@ -13,88 +13,95 @@ import (
 	"flightdeck/workflow/task"
 )
 
-// TestClaimFromAKey: a claim that starts after a key skips the tasks before
-// it in its own priority, still sees every task of a higher one, and a
-// claim without a key sees everything.
-func TestClaimFromAKey(t *testing.T) {
+// A claim hands back the step rows a task's earlier runs left, so a resumed
+// run goes on where the last one stopped; a task never run has none.
+func TestClaimReturnsEarlierSteps(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	st := dbtest.Store(t)
-	u := testfactory.User(t, st, "keys@acme.test", "acme", auth.RoleDeployer)
+	u := testfactory.User(t, st, "steps@acme.test", "acme", auth.RoleDeployer)
+	tk := testfactory.Task(t, st, u, nil)
+
+	claimed, err := st.TaskClaim(ctx, "w1", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.Empty(t, claimed[0].Steps, "a first run finds no rows")
+	msg := "boom"
+	written, err := st.TaskWrites(ctx, []store.TaskWrite{{ID: tk.ID, Token: claimed[0].Task.LeaseToken, State: task.StatePending, Release: true,
+		Steps: []store.StepSave{
+			{Idx: 1, Name: "one", IdempotencyKey: "k1", State: "completed", Attempt: 1, Output: []byte(`{"ok":1}`), Started: true, Finished: true},
+			{Idx: 2, Name: "two", IdempotencyKey: "k2", State: "running", Attempt: 2, Error: &msg, Started: true},
+		}}})
+	require.NoError(t, err)
+	require.Equal(t, task.StatePending, written[tk.ID].State)
+
+	claimed, err = st.TaskClaim(ctx, "w2", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	steps := claimed[0].Steps
+	require.Len(t, steps, 2)
+	require.Equal(t, "completed", steps[0].State)
+	require.JSONEq(t, `{"ok":1}`, string(steps[0].Output))
+	require.NotNil(t, steps[0].FinishedAt)
+	require.Equal(t, "k2", steps[1].IdempotencyKey)
+	require.Equal(t, 2, steps[1].Attempt)
+	require.Equal(t, "boom", *steps[1].Error)
+	require.Nil(t, steps[1].FinishedAt)
+}
+
+// TaskWrites applies a batch of writes, each under its own lease: every
+// task's events get its next seqs, a state change keeps the lease, a
+// release clears it, and a stale token writes nothing at all.
+func TestTaskWritesFenceEachWrite(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "writes@acme.test", "acme", auth.RoleDeployer)
 	a := testfactory.Task(t, st, u, nil)
 	b := testfactory.Task(t, st, u, nil)
 	c := testfactory.Task(t, st, u, nil)
-
-	open := func(after *store.ClaimKey) []string {
-		t.Helper()
-		tx, err := st.TaskClaimOpen(ctx, 10, after)
-		require.NoError(t, err)
-		if tx == nil {
-			return nil
-		}
-		defer tx.Rollback()
-		var ids []string
-		for _, tk := range tx.Tasks {
-			ids = append(ids, tk.ID)
-		}
-		return ids
+	claimed, err := st.TaskClaim(ctx, "w1", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 3)
+	token := map[string]string{}
+	for _, cl := range claimed {
+		token[cl.Task.ID] = cl.Task.LeaseToken
 	}
-	require.Equal(t, []string{a.ID, b.ID, c.ID}, open(nil))
-	kb := store.KeyOf(b)
-	require.Equal(t, []string{c.ID}, open(&kb), "after b: only c")
+	ev := func(msg string) task.Event { return task.Event{Type: task.EventStepLog, Status: task.StatusLog, Message: msg} }
+	written, err := st.TaskWrites(ctx, []store.TaskWrite{
+		{ID: a.ID, Token: token[a.ID], State: task.StateCompensating, Events: []task.Event{ev("a1"), ev("a2")}},
+		{ID: b.ID, Token: token[b.ID], State: task.StateCompleted, Release: true, Events: []task.Event{ev("b1")}},
+		{ID: c.ID, Token: "00000000-0000-0000-0000-000000000000", State: task.StateFailed, Release: true, Events: []task.Event{ev("c1")},
+			Steps: []store.StepSave{{Idx: 1, Name: "x", IdempotencyKey: "k", State: "completed"}}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, map[string]store.Written{a.ID: {State: task.StateCompensating, LastSeq: 4}, b.ID: {State: task.StateCompleted, LastSeq: 3}}, written)
 
-	h := testfactory.Task(t, st, u, &testfactory.TaskOpts{Priority: task.PriorityHotfix})
-	kc := store.KeyOf(c)
-	require.Equal(t, []string{h.ID}, open(&kc), "a higher priority is never skipped")
-	require.Equal(t, []string{h.ID, a.ID, b.ID, c.ID}, open(nil))
+	got, err := st.TaskGet(ctx, u.TeamIDs(), a.ID)
+	require.NoError(t, err)
+	require.Equal(t, task.StateCompensating, got.State)
+	var owner *string
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT lease_owner FROM tasks WHERE id = $1`, a.ID).Scan(&owner))
+	require.Equal(t, "w1", *owner, "a state change keeps the lease")
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT lease_owner FROM tasks WHERE id = $1`, b.ID).Scan(&owner))
+	require.Nil(t, owner, "a release clears it")
+	got, err = st.TaskGet(ctx, u.TeamIDs(), b.ID)
+	require.NoError(t, err)
+	require.NotNil(t, got.FinishedAt)
 
-	// Committing a claim leases what it was told to and leaves the rest.
-	tx, err := st.TaskClaimOpen(ctx, 2, nil)
+	evs, err := st.EventList(ctx, u.TeamIDs(), a.ID, 0, 0)
 	require.NoError(t, err)
-	require.Len(t, tx.Tasks, 2)
-	require.NoError(t, tx.Commit(ctx, "w1", time.Minute, tx.Tasks[:1], nil))
-	require.NotEmpty(t, tx.Tasks[0].LeaseToken)
-	require.Equal(t, []string{a.ID, b.ID, c.ID}, open(nil), "h is leased; a was locked, then left as it was")
-}
-
-// Only a first run may be finished inside its claim: its step rows are
-// inserted as new ones. A task that ran before is refused, nothing is
-// written, and the task stays claimable.
-func TestClaimFinishesOnlyFirstRuns(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	st := dbtest.Store(t)
-	u := testfactory.User(t, st, "first@acme.test", "acme", auth.RoleDeployer)
-	ran := testfactory.Task(t, st, u, nil)
-	_, err := st.Pool().Exec(ctx, `UPDATE tasks SET started_at = now() - interval '1 minute' WHERE id = $1`, ran.ID)
+	require.Len(t, evs, 4)
+	require.Equal(t, "a2", evs[3].Message)
+	evs, err = st.EventList(ctx, u.TeamIDs(), c.ID, 0, 0)
 	require.NoError(t, err)
-	fresh := testfactory.Task(t, st, u, nil)
-
-	tx, err := st.TaskClaimOpen(ctx, 10, nil)
+	require.Len(t, evs, 2, "the stale write added nothing")
+	steps, err := st.StepList(ctx, c.ID)
 	require.NoError(t, err)
-	require.Len(t, tx.Tasks, 2)
-	require.False(t, tx.Tasks[0].FirstRun)
-	require.True(t, tx.Tasks[1].FirstRun)
-	step := store.StepSave{Idx: 1, Name: "noop", IdempotencyKey: "k", State: "completed", Attempt: 1, Started: true, Finished: true}
-	finish := func(id string) store.Finish {
-		return store.Finish{ID: id, State: task.StateCompleted, Steps: []store.StepSave{step}}
-	}
-	err = tx.Commit(ctx, "w1", time.Minute, nil, []store.Finish{finish(ran.ID)})
-	require.ErrorContains(t, err, "ran before")
-	got, err := st.TaskGet(ctx, u.TeamIDs(), ran.ID)
+	require.Empty(t, steps)
+	got, err = st.TaskGet(ctx, u.TeamIDs(), c.ID)
 	require.NoError(t, err)
-	require.Equal(t, task.StatePending, got.State, "nothing of the refused claim was written")
-
-	tx, err = st.TaskClaimOpen(ctx, 10, nil)
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit(ctx, "w1", time.Minute, nil, []store.Finish{finish(fresh.ID)}))
-	got, err = st.TaskGet(ctx, u.TeamIDs(), fresh.ID)
-	require.NoError(t, err)
-	require.Equal(t, task.StateCompleted, got.State)
-	steps, err := st.StepList(ctx, fresh.ID)
-	require.NoError(t, err)
-	require.Len(t, steps, 1)
-	require.Equal(t, "completed", steps[0].State)
+	require.Equal(t, task.StateRunning, got.State)
 }
 
 // A claim names each task's team and creator, from the database the first
@@ -111,11 +118,11 @@ func TestClaimNamesTeamsAndCreators(t *testing.T) {
 			tk := testfactory.Task(t, st, u, nil)
 			want[tk.ID] = [2]string{u.Memberships[0].Team, u.Email}
 		}
-		tasks, err := st.TaskClaim(ctx, "w1", 10, time.Minute)
+		claimed, err := st.TaskClaim(ctx, "w1", 10, time.Minute)
 		require.NoError(t, err)
-		require.Len(t, tasks, 3)
-		for _, tk := range tasks {
-			require.Equal(t, want[tk.ID], [2]string{tk.Team, tk.CreatedBy})
+		require.Len(t, claimed, 3)
+		for _, c := range claimed {
+			require.Equal(t, want[c.Task.ID], [2]string{c.Task.Team, c.Task.CreatedBy})
 		}
 	}
 }

@@ -80,8 +80,8 @@ func TestTaskSecretParams(t *testing.T) {
 		claimed, err := st.TaskClaim(ctx, "w1", 10, time.Minute)
 		require.NoError(t, err)
 		got := map[string]string{}
-		for _, tk := range claimed {
-			got[tk.ID] = string(tk.Params)
+		for _, c := range claimed {
+			got[c.Task.ID] = string(c.Task.Params)
 		}
 		require.Len(t, got, 3, "the bad inserts wrote nothing")
 		require.JSONEq(t, `{"app":"shop","pw":"s3cr3t-value"}`, got[split.ID])

@@ -105,23 +105,23 @@ func TestClaimOrderAndFencing(t *testing.T) {
 		claimed, err := st.TaskClaim(ctx, "w1", 3, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, claimed, 3)
-		require.Equal(t, []string{hotfix.ID, normal1.ID, normal2.ID}, []string{claimed[0].ID, claimed[1].ID, claimed[2].ID})
+		require.Equal(t, []string{hotfix.ID, normal1.ID, normal2.ID}, []string{claimed[0].Task.ID, claimed[1].Task.ID, claimed[2].Task.ID})
 		for _, c := range claimed {
-			require.Equal(t, task.StateRunning, c.State)
-			require.NotEmpty(t, c.LeaseToken)
-			require.Equal(t, 1, c.Attempt)
+			require.Equal(t, task.StateRunning, c.Task.State)
+			require.NotEmpty(t, c.Task.LeaseToken)
+			require.Equal(t, 1, c.Task.Attempt)
 		}
 		rest, err := st.TaskClaim(ctx, "w2", 10, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, rest, 1)
-		require.Equal(t, low.ID, rest[0].ID)
+		require.Equal(t, low.ID, rest[0].Task.ID)
 	})
 
 	t.Run("StaleOwnerWritesNothing", func(t *testing.T) {
 		tk := testfactory.Task(t, st, u, &testfactory.TaskOpts{Priority: task.PriorityHotfix})
 		first, err := st.TaskClaim(ctx, "w1", 1, time.Millisecond)
 		require.NoError(t, err)
-		require.Equal(t, tk.ID, first[0].ID)
+		require.Equal(t, tk.ID, first[0].Task.ID)
 		// The lease expires (database clock) and the rescuer re-queues it.
 		require.Eventually(t, func() bool {
 			n, err := st.TaskRescue(ctx, 100)
@@ -129,14 +129,14 @@ func TestClaimOrderAndFencing(t *testing.T) {
 		}, 10*time.Second, 5*time.Millisecond)
 		second, err := st.TaskClaim(ctx, "w2", 1, time.Minute)
 		require.NoError(t, err)
-		require.Equal(t, tk.ID, second[0].ID)
-		require.Equal(t, 2, second[0].Attempt)
+		require.Equal(t, tk.ID, second[0].Task.ID)
+		require.Equal(t, 2, second[0].Task.Attempt)
 
-		applied, err := st.TaskFinish(ctx, []store.Finish{{ID: tk.ID, Token: first[0].LeaseToken, State: task.StateCompleted}})
+		written, err := st.TaskWrites(ctx, []store.TaskWrite{{ID: tk.ID, Token: first[0].Task.LeaseToken, State: task.StateCompleted, Release: true}})
 		require.NoError(t, err)
-		require.False(t, applied[tk.ID], "stale token changes nothing")
-		require.ErrorIs(t, st.EventAppend(ctx, tk.ID, first[0].LeaseToken, []task.Event{{Type: task.EventStepLog, Status: task.StatusLog}}), store.ErrLeaseLost)
-		sts, err := st.TaskHeartbeat(ctx, []store.Lease{{ID: tk.ID, Token: first[0].LeaseToken}}, time.Minute)
+		require.NotContains(t, written, tk.ID, "stale token changes nothing")
+		require.ErrorIs(t, st.EventAppend(ctx, tk.ID, first[0].Task.LeaseToken, []task.Event{{Type: task.EventStepLog, Status: task.StatusLog}}), store.ErrLeaseLost)
+		sts, err := st.TaskHeartbeat(ctx, []store.Lease{{ID: tk.ID, Token: first[0].Task.LeaseToken}}, time.Minute)
 		require.NoError(t, err)
 		require.Empty(t, sts, "a stale heartbeat renews nothing")
 
@@ -144,10 +144,10 @@ func TestClaimOrderAndFencing(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, task.StateRunning, got.State)
 
-		applied, err = st.TaskFinish(ctx, []store.Finish{{ID: tk.ID, Token: second[0].LeaseToken, State: task.StateCompleted,
+		written, err = st.TaskWrites(ctx, []store.TaskWrite{{ID: tk.ID, Token: second[0].Task.LeaseToken, State: task.StateCompleted, Release: true,
 			Events: []task.Event{{Type: task.EventTaskCompleted, Status: task.StatusCompleted, Message: "done"}}}})
 		require.NoError(t, err)
-		require.True(t, applied[tk.ID])
+		require.Contains(t, written, tk.ID)
 		assertSeqs(t, st, u, tk.ID)
 	})
 }
@@ -174,12 +174,12 @@ func TestCancel(t *testing.T) {
 	running := testfactory.Task(t, st, u, nil)
 	claimed, err := st.TaskClaim(ctx, "w1", 1, time.Minute)
 	require.NoError(t, err)
-	require.Equal(t, running.ID, claimed[0].ID)
+	require.Equal(t, running.ID, claimed[0].Task.ID)
 	got, err = st.TaskCancel(ctx, u.TeamIDs(), running.ID, "a@acme.test")
 	require.NoError(t, err)
 	require.Equal(t, task.StateRunning, got.State, "the worker stops it")
 	require.True(t, got.CancelRequested)
-	sts, err := st.TaskHeartbeat(ctx, []store.Lease{{ID: running.ID, Token: claimed[0].LeaseToken}}, time.Minute)
+	sts, err := st.TaskHeartbeat(ctx, []store.Lease{{ID: running.ID, Token: claimed[0].Task.LeaseToken}}, time.Minute)
 	require.NoError(t, err)
 	require.True(t, sts[0].CancelRequested, "the heartbeat delivers it too")
 	assertSeqs(t, st, u, pending.ID)
@@ -271,64 +271,6 @@ func TestQueueBoundUnderConcurrency(t *testing.T) {
 	}
 	require.Equal(t, 10, created)
 	require.Equal(t, 20, full)
-}
-
-// TestHeldBackSteps: step rows a worker held back are written whole with a
-// flush or with the task's outcome, under the lease token; a stale owner's
-// are dropped.
-func TestHeldBackSteps(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	st := dbtest.Store(t)
-	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
-	tk := testfactory.Task(t, st, u, nil)
-	claimed, err := st.TaskClaim(ctx, "w1", 1, time.Minute)
-	require.NoError(t, err)
-	require.True(t, claimed[0].FirstRun, "never started before")
-	token := claimed[0].LeaseToken
-
-	// A flush inserts the rows, with their events.
-	require.NoError(t, st.TaskFlush(ctx, tk.ID, token, []store.StepSave{
-		{Idx: 1, Name: "one", IdempotencyKey: "k1", State: "running", Attempt: 1, Started: true},
-		{Idx: 2, Name: "two", IdempotencyKey: "k2", State: "pending"},
-	}, []task.Event{{Type: task.EventStepStarted, Status: task.StatusToolCall, Step: 1, TotalStep: 2}}))
-	rows, err := st.StepList(ctx, tk.ID)
-	require.NoError(t, err)
-	require.Len(t, rows, 2)
-	require.Equal(t, "running", rows[0].State)
-	require.NotNil(t, rows[0].StartedAt)
-	require.Nil(t, rows[1].StartedAt)
-
-	// A stale token writes nothing.
-	require.ErrorIs(t, st.TaskFlush(ctx, tk.ID, "00000000-0000-0000-0000-000000000000",
-		[]store.StepSave{{Idx: 2, Name: "two", IdempotencyKey: "k2", State: "completed"}}, nil), store.ErrLeaseLost)
-
-	// The finish replaces them, keeping what it does not set.
-	applied, err := st.TaskFinish(ctx, []store.Finish{{ID: tk.ID, Token: token, State: task.StateCompleted,
-		Steps: []store.StepSave{
-			{Idx: 1, Name: "one", IdempotencyKey: "k1", State: "completed", Attempt: 1, Output: []byte(`{"ok":true}`), Finished: true},
-			{Idx: 2, Name: "two", IdempotencyKey: "k2", State: "completed", Attempt: 1, Started: true, Finished: true},
-		},
-		Events: []task.Event{
-			{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 1, TotalStep: 2},
-			{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 2, TotalStep: 2},
-			{Type: task.EventTaskCompleted, Status: task.StatusCompleted},
-		}}})
-	require.NoError(t, err)
-	require.True(t, applied[tk.ID])
-	rows, err = st.StepList(ctx, tk.ID)
-	require.NoError(t, err)
-	require.Equal(t, "completed", rows[0].State)
-	require.JSONEq(t, `{"ok":true}`, string(rows[0].Output))
-	require.NotNil(t, rows[0].StartedAt, "kept from the flush")
-	require.NotNil(t, rows[0].FinishedAt)
-	require.Equal(t, "completed", rows[1].State)
-	require.Equal(t, "k2", rows[1].IdempotencyKey)
-	got, err := st.TaskGet(ctx, u.TeamIDs(), tk.ID)
-	require.NoError(t, err)
-	require.Equal(t, 2, got.Progress.Step)
-	require.Equal(t, 100, got.Progress.Percent)
-	assertSeqs(t, st, u, tk.ID)
 }
 
 // TestUUIDStrings: ids held as strings travel as binary uuids, and one

@@ -53,7 +53,9 @@ type heartbeatResult struct {
 // database cannot pile up outcomes.
 func (p *Pool) produce(ctx, bg context.Context) {
 	defer close(p.stopped)
-	held := map[string]*Job{}
+	// Held jobs by pointer: a task handed back may be claimed again by this
+	// pool before its first job has said it is done.
+	held := map[*Job]bool{}
 	active := 0
 	claiming, want := false, true
 	var claims chan claimResult = make(chan claimResult, 1)
@@ -84,12 +86,12 @@ func (p *Pool) produce(ctx, bg context.Context) {
 			done = nil
 			stopping = true
 			p.logger.Info("Worker pool stopping", "running", active, "grace", p.cfg.Grace)
-			for _, j := range held {
+			for j := range held {
 				j.drain() // start no new step; a running one may finish
 			}
 			grace = time.After(p.cfg.Grace)
 		case <-grace:
-			for _, j := range held {
+			for j := range held {
 				j.interrupt(ErrShutdown)
 			}
 		case res := <-claims:
@@ -100,7 +102,7 @@ func (p *Pool) produce(ctx, bg context.Context) {
 			}
 			for _, c := range res.claimed {
 				j := p.newJob(bg, c)
-				held[j.Task.ID] = j
+				held[j] = true
 				active++
 				if stopping {
 					// Claimed on the way out: hand it back untouched.
@@ -118,12 +120,14 @@ func (p *Pool) produce(ctx, bg context.Context) {
 				p.busy.set(active)
 				want = true
 			case jobReleased:
-				delete(held, ev.j.Task.ID)
+				delete(held, ev.j)
 				want = true
 			}
 		case req := <-p.interrupts:
-			if j := held[req.id]; j != nil {
-				j.interrupt(req.cause)
+			for j := range held {
+				if j.Task.ID == req.id {
+					j.interrupt(req.cause)
+				}
 			}
 		case <-p.wake:
 			want = true
@@ -135,7 +139,7 @@ func (p *Pool) produce(ctx, bg context.Context) {
 			}
 			beating = true
 			leases := make([]store.Lease, 0, len(held))
-			for _, j := range held {
+			for j := range held {
 				leases = append(leases, store.Lease{ID: j.Task.ID, Token: j.Task.LeaseToken})
 			}
 			go func(busy int) {
@@ -155,7 +159,7 @@ func (p *Pool) produce(ctx, bg context.Context) {
 // heartbeat acts on what a lease renewal learnt: a lost lease stops the
 // job without writes, a cancel or a passed deadline interrupts it. This is
 // also the backup path for cancels whose NOTIFY was lost.
-func (p *Pool) heartbeat(held map[string]*Job, res heartbeatResult) {
+func (p *Pool) heartbeat(held map[*Job]bool, res heartbeatResult) {
 	if res.err != nil {
 		// The writers retry within the lease; a job whose writes keep
 		// failing gives its task up (invariant 10).
@@ -166,10 +170,14 @@ func (p *Pool) heartbeat(held map[string]*Job, res heartbeatResult) {
 	for _, st := range res.status {
 		alive[st.ID] = st
 	}
+	asked := make(map[store.Lease]bool, len(res.leases))
 	for _, l := range res.leases {
-		j := held[l.ID]
-		if j == nil {
-			continue // released meanwhile
+		asked[l] = true
+	}
+	for j := range held {
+		l := store.Lease{ID: j.Task.ID, Token: j.Task.LeaseToken}
+		if !asked[l] {
+			continue // claimed since the heartbeat left
 		}
 		st, ok := alive[l.ID]
 		switch {

@@ -399,11 +399,11 @@ func TestParallelJoins(t *testing.T) {
 	})
 }
 
-// TestEffectFreeStepsRideWithTheNextWrite: steps whose action has no side
-// effect (noop) are not written before they run, but everything is stored
-// before a step with an effect starts (its key first of all), and the
-// task's record ends the same as if every write had been its own.
-func TestEffectFreeStepsRideWithTheNextWrite(t *testing.T) {
+// TestStepStartIsStoredBeforeItsAction: by the time a step's action runs,
+// its row (with its key), every other row and the end of the step before
+// are stored; a step's end rides with the next write, and the task's
+// record ends the same as if every write had been its own.
+func TestStepStartIsStoredBeforeItsAction(t *testing.T) {
 	t.Parallel()
 	p := &pipeline.Pipeline{Name: "mixed", Steps: []pipeline.Step{
 		{Name: "warm", Action: "noop"}, step("effect"), {Name: "cool", Action: "noop"},
@@ -447,30 +447,10 @@ func TestEffectFreeStepsRideWithTheNextWrite(t *testing.T) {
 	require.Equal(t, task.EventTaskCompleted, evs[len(evs)-1].Type)
 }
 
-// quick is an effect-free test action that fails its first `fails` calls.
-type quick struct {
-	mu    sync.Mutex
-	fails int
-	calls int
-}
-
-func (q *quick) Run(context.Context, action.Input) (json.RawMessage, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.calls++
-	if q.calls <= q.fails {
-		return nil, errors.New("quick check failed")
-	}
-	return json.RawMessage(`{"checked":true}`), nil
-}
-
-func (*quick) EffectFree() {}
-
-// TestEffectFreePipelineRunsInsideItsClaim: a pipeline of effect-free steps
-// is run inside the claim and written once (the submit's event batch and
-// one more), with its step rows, progress and events as a leased run
-// leaves them.
-func TestEffectFreePipelineRunsInsideItsClaim(t *testing.T) {
+// TestOneWritePerStep: a run writes once per step (the step's start, with
+// the previous step's end) and once for its outcome, the same whatever the
+// steps' actions: the submit, the claim, two starts and the outcome.
+func TestOneWritePerStep(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &pipeline.Pipeline{Name: "instant", Steps: []pipeline.Step{{Name: "one", Action: "noop"}, {Name: "two", Action: "noop"}}})
 	tk := b.submit(t, "instant")
@@ -492,36 +472,5 @@ func TestEffectFreePipelineRunsInsideItsClaim(t *testing.T) {
 	require.Equal(t, task.EventTaskCompleted, evs[len(evs)-1].Type)
 	var batches int
 	require.NoError(t, b.st.Pool().QueryRow(t.Context(), `SELECT count(*) FROM task_event_batches WHERE task_id = $1`, tk.ID).Scan(&batches))
-	require.Equal(t, 2, batches)
-}
-
-// TestEffectFreeFailureLeavesTheClaim: when an effect-free step fails
-// inside the claim, undoing the steps before it needs writes, so that run
-// is discarded and the task runs again under a lease; nothing of the first
-// run is stored.
-func TestEffectFreeFailureLeavesTheClaim(t *testing.T) {
-	t.Parallel()
-	p := &pipeline.Pipeline{Name: "checked", Steps: []pipeline.Step{
-		{Name: "warm", Action: "noop", Compensate: &pipeline.Compensation{Action: "noop"}},
-		{Name: "check", Action: "test.quick"},
-	}}
-	q := &quick{fails: 1}
-	b := setupWith(t, action.Registry{"test.quick": q}, p)
-
-	tk := b.submit(t, "checked")
-	got := b.wait(t, tk.ID, task.StateCompleted)
-	q.mu.Lock()
-	require.Equal(t, 2, q.calls, "failed inside the claim, then passed under the lease")
-	q.mu.Unlock()
-	require.Equal(t, 1, got.Attempt)
-	rows, err := b.st.StepList(t.Context(), tk.ID)
-	require.NoError(t, err)
-	for _, r := range rows {
-		require.Equal(t, "completed", r.State, r.Name)
-		require.Equal(t, 1, r.Attempt, "%s: the discarded run counted no attempt", r.Name)
-	}
-	for _, e := range b.seqsGapFree(t, tk.ID) {
-		require.NotEqual(t, task.EventStepFailed, e.Type, "nothing of the discarded run is stored")
-		require.NotEqual(t, task.EventStepCompensating, e.Type)
-	}
+	require.Equal(t, 5, batches)
 }
