@@ -67,7 +67,9 @@ func TestTaskWritesFenceEachWrite(t *testing.T) {
 	for _, cl := range claimed {
 		token[cl.Task.ID] = cl.Task.LeaseToken
 	}
-	ev := func(msg string) task.Event { return task.Event{Type: task.EventStepLog, Status: task.StatusLog, Message: msg} }
+	ev := func(msg string) task.Event {
+		return task.Event{Type: task.EventStepLog, Status: task.StatusLog, Message: msg}
+	}
 	written, err := st.TaskWrites(ctx, []store.TaskWrite{
 		{ID: a.ID, Token: token[a.ID], State: task.StateCompensating, Events: []task.Event{ev("a1"), ev("a2")}},
 		{ID: b.ID, Token: token[b.ID], State: task.StateCompleted, Release: true, Events: []task.Event{ev("b1")}},
