@@ -16,7 +16,7 @@ type Change struct {
 
 // Changes collects the tasks with new events until its consumer takes them,
 // for one per-process reader that loads each changed task once and fans it
-// out (team feeds). Unlike a Feed it coalesces: a task that changes ten
+// out (team feeds). It coalesces: a task that changes ten
 // times before the reader comes round is taken once, with the highest seq,
 // so a burst costs the reader one batch rather than a backlog.
 type Changes struct {

@@ -13,46 +13,10 @@ type Hub struct {
 	mu      sync.Mutex
 	subs    map[string]map[*Subscription]struct{}
 	all     map[*Subscription]struct{} // subscribers of every task
-	feeds   map[*Feed]struct{}
 	changes map[*Changes]struct{}
 	// attached: notifications feed the hub, so Changes take only those
 	// (they carry the seq; an in-process Publish is followed by one).
 	attached bool
-}
-
-// Feed delivers the ids of tasks with new events (team dashboards). When
-// its buffer is full, ids are dropped and Overflow is set: the reader then
-// reloads everything it shows.
-type Feed struct {
-	C        chan string
-	hub      *Hub
-	mu       sync.Mutex
-	overflow bool
-}
-
-// Overflowed reports (and clears) whether ids were dropped.
-func (f *Feed) Overflowed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	o := f.overflow
-	f.overflow = false
-	return o
-}
-
-// Close ends the feed.
-func (f *Feed) Close() {
-	f.hub.mu.Lock()
-	defer f.hub.mu.Unlock()
-	delete(f.hub.feeds, f)
-}
-
-// SubscribeFeed returns a feed of every task's changes.
-func (h *Hub) SubscribeFeed() *Feed {
-	f := &Feed{C: make(chan string, 1024), hub: h}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.feeds[f] = struct{}{}
-	return f
 }
 
 // Subscription delivers wake-ups on C; a wake-up that finds C full is
@@ -66,7 +30,7 @@ type Subscription struct {
 // NewHub returns a hub; connect it to a Notifier with Attach.
 func NewHub() *Hub {
 	return &Hub{subs: map[string]map[*Subscription]struct{}{}, all: map[*Subscription]struct{}{},
-		feeds: map[*Feed]struct{}{}, changes: map[*Changes]struct{}{}}
+		changes: map[*Changes]struct{}{}}
 }
 
 // Attach feeds the hub from n's task_events notifications, and wakes every
@@ -143,17 +107,6 @@ func (h *Hub) publish(cs []Change, taskIDs []string, notified bool) {
 	if len(taskIDs) > 0 {
 		for s := range h.all {
 			wake(s.C)
-		}
-	}
-	for f := range h.feeds {
-		for _, id := range taskIDs {
-			select {
-			case f.C <- id:
-			default:
-				f.mu.Lock()
-				f.overflow = true
-				f.mu.Unlock()
-			}
 		}
 	}
 }

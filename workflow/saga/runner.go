@@ -99,6 +99,9 @@ type run struct {
 	mu    sync.Mutex
 	steps map[int]*store.StepRow
 	plan  map[int]pipeline.PlannedStep
+	// keysStored: every step row, with its idempotency key, is stored, so
+	// an action may run without waiting for a write (invariant 4).
+	keysStored bool
 
 	flushOnce   sync.Once
 	stopFlusher func() // set by startFlusher; no-op until then
@@ -159,6 +162,7 @@ func (rn *run) walk() queue.Outcome {
 // start is flushed before its action (invariant 4), and a resumed task
 // reuses the stored keys.
 func (rn *run) initSteps() {
+	rn.keysStored = true
 	for i := range rn.j.Steps {
 		row := rn.j.Steps[i]
 		rn.steps[row.Idx] = &row
@@ -176,6 +180,7 @@ func (rn *run) initSteps() {
 			row := store.StepRow{Idx: ps.Index, Name: ps.Name, State: "pending", IdempotencyKey: idempotencyKey(rn.j.Task.ID, ps, with)}
 			rn.steps[ps.Index] = &row
 			rn.j.SaveStep(saveOf(row, change{}))
+			rn.keysStored = false
 		}
 	}
 }
@@ -296,11 +301,13 @@ type change struct {
 
 // write records c in the run's copy of the step and buffers it, with its
 // events, for the task's next write. A change that something must find
-// stored is written at once: a step's or a compensation's start (its action
-// comes next, invariant 4) and a change of the task's state (invariant 6).
-// Everything else (a step's end, a retry's wait) rides with the next write
-// or the background flush. A write that cannot be made gives the task up:
-// errInterrupted.
+// stored is written at once: a change of the task's state (invariant 6),
+// and a step's or a compensation's start while the run's new step rows
+// are not stored yet, since an action runs only once its idempotency key
+// is (invariant 4; a compensation's key is its step's). Everything else (a
+// step's start and end, a retry's wait) rides with the next write or the
+// background flush, whatever the action. A write that cannot be made gives
+// the task up: errInterrupted.
 func (rn *run) write(c change) error {
 	rn.redactChange(&c)
 	for _, e := range c.Events {
@@ -312,12 +319,14 @@ func (rn *run) write(c change) error {
 	if c.TaskState != "" {
 		rn.j.SetState(c.TaskState)
 	}
-	if !c.Start && !c.StartCompensation && c.TaskState == "" {
+	starts := c.Start || c.StartCompensation
+	if c.TaskState == "" && (!starts || rn.keysStored) {
 		return nil
 	}
 	if err := rn.j.Flush(context.WithoutCancel(rn.ctx)); err != nil {
 		return errInterrupted
 	}
+	rn.keysStored = true
 	return nil
 }
 

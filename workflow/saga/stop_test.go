@@ -22,13 +22,14 @@ import (
 
 // startSagaPool runs a pool of the saga runner over rec's actions until
 // the returned stop is called (or the test ends); stop returns once the
-// pool has stopped.
+// pool has stopped. Its runs have no background flush: what they write is
+// exactly what they must.
 func startSagaPool(t *testing.T, st *store.Store, rec *recorder, id string, grace time.Duration, pipelines ...*pipeline.Pipeline) (stop func()) {
 	t.Helper()
 	catalog, err := pipeline.NewCatalog(pipelines...)
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: 10 * time.Millisecond,
+	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: time.Hour,
 		Actions: action.Registry{"test.do": rec.action("do"), "test.undo": rec.action("undo")}})
 	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
 		ID: id, Workers: 4, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond,
