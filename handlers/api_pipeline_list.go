@@ -13,6 +13,13 @@ type pipelineJSON struct {
 	Description string           `json:"description"`
 	Params      []pipeline.Param `json:"params"`
 	Steps       []string         `json:"steps"`
+	Target      []string         `json:"target"`
+	Concurrency *concurrencyJSON `json:"concurrency"`
+}
+
+type concurrencyJSON struct {
+	Key    string `json:"key"`
+	Policy string `json:"policy"`
 }
 
 func (h *Handler) apiPipelineList(c echo.Context) error {
@@ -23,7 +30,10 @@ func (h *Handler) apiPipelineList(c echo.Context) error {
 		if params == nil {
 			params = []pipeline.Param{}
 		}
-		out[i] = pipelineJSON{Name: p.Name, Description: p.Description, Params: params, Steps: p.StepNames()}
+		out[i] = pipelineJSON{Name: p.Name, Description: p.Description, Params: params, Steps: p.StepNames(), Target: p.TargetParams()}
+		if key := p.KeyTemplate(); key != "" {
+			out[i].Concurrency = &concurrencyJSON{Key: key, Policy: p.ConcurrencyPolicy()}
+		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"pipelines": out})
 }

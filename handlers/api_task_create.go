@@ -134,6 +134,10 @@ func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest
 		}
 		p.Kind, p.Pipeline = task.KindDeploy, pl.Name
 		p.Params, p.SecretParams = splitParams(pl, params)
+		var err error
+		if p.ConcurrencyKey, p.ConcurrencyPolicy, err = pl.ConcurrencyKey(params); err != nil {
+			return errInvalid("params", "%v", err)
+		}
 	case task.KindAgent:
 		if !h.cfg.AgentsEnabled() {
 			return errInvalid("kind", "agent tasks need an LLM: set OPENAI_BASE_URL (for a local Ollama: http://localhost:11434/v1, with OPENAI_MODEL) or OPENAI_API_KEY on the server")

@@ -75,9 +75,13 @@ func (h *Handler) taskCreate(c echo.Context) error {
 		return rerender(http.StatusUnprocessableEntity, "Some values need fixing.")
 	}
 	public, secret := splitParams(p, validated)
+	key, policy, err := p.ConcurrencyKey(validated)
+	if err != nil {
+		return rerender(http.StatusUnprocessableEntity, err.Error())
+	}
 	t, _, err := h.store.TaskInsert(c.Request().Context(), store.TaskInsertParams{
 		TeamID: team.TeamID, CreatedByID: u.ID, Kind: task.KindDeploy, Pipeline: p.Name, Params: public, SecretParams: secret,
-		Priority: prio, MaxAttempts: 5, MaxPending: h.cfg.MaxPending,
+		Priority: prio, MaxAttempts: 5, MaxPending: h.cfg.MaxPending, ConcurrencyKey: key, ConcurrencyPolicy: policy,
 	})
 	if errors.Is(err, store.ErrQueueFull) {
 		return rerender(http.StatusTooManyRequests, "Your team's queue is full; try again in a moment.")

@@ -29,13 +29,43 @@ type Claimed struct {
 // TaskList, TaskGetMany) returns the public params.
 func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease time.Duration) ([]Claimed, error) {
 	rows, err := s.pool.Query(ctx, `
-		WITH picked AS (
-			-- the predicate is tasks_claim_idx's, so the walk is that index in order
-			SELECT id FROM tasks
+		WITH candidates AS (
+			-- the predicate is tasks_claim_idx's, so the walk is that index in
+			-- order; a task whose concurrency key another task holds waits
+			-- (holding no worker, and holding back no task of another key)
+			SELECT id, team_id, concurrency_key, priority, created_at FROM tasks t
 			WHERE lease_owner IS NULL AND state IN ('pending', 'compensating')
+				AND (concurrency_key IS NULL OR NOT EXISTS (SELECT 1 FROM concurrency_holds h
+					WHERE h.team_id = t.team_id AND h.key = t.concurrency_key AND h.task_id <> t.id))
 			ORDER BY priority, created_at, id
 			LIMIT $2
 			FOR NO KEY UPDATE SKIP LOCKED
+		), firsts AS (
+			-- of the candidates that share a key, the first in claim order,
+			-- and only if no earlier task of its key could be claimed: one
+			-- locked by a racing claim is skipped above, and must not be
+			-- overtaken
+			SELECT id, team_id, concurrency_key FROM (
+				SELECT c.*, row_number() OVER (PARTITION BY team_id, concurrency_key ORDER BY priority, created_at, id) AS n
+				FROM candidates c) x
+			WHERE concurrency_key IS NULL OR n = 1 AND NOT EXISTS (
+				SELECT 1 FROM tasks e
+				WHERE e.team_id = x.team_id AND e.concurrency_key = x.concurrency_key
+					AND e.state IN ('pending', 'compensating') AND e.lease_owner IS NULL
+					AND (e.priority, e.created_at, e.id) < (x.priority, x.created_at, x.id)
+					AND NOT EXISTS (SELECT 1 FROM concurrency_holds h
+						WHERE h.team_id = e.team_id AND h.key = e.concurrency_key AND h.task_id <> e.id))
+		), holds AS (
+			-- taking a key is inserting its row: of two claims racing for
+			-- one key, the second finds it taken (and waits for the first
+			-- to commit to see it); a task that already holds its key keeps it
+			INSERT INTO concurrency_holds AS h (team_id, key, task_id)
+			SELECT team_id, concurrency_key, id FROM firsts WHERE concurrency_key IS NOT NULL
+			ON CONFLICT (team_id, key) DO UPDATE SET task_id = excluded.task_id WHERE h.task_id = excluded.task_id
+			RETURNING task_id
+		), picked AS (
+			SELECT id FROM firsts WHERE concurrency_key IS NULL
+			UNION ALL SELECT task_id FROM holds
 		), claimed AS (
 			UPDATE tasks t SET
 				state = CASE WHEN t.state = 'pending' THEN 'running' ELSE t.state END,
@@ -56,7 +86,7 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 		)
 		SELECT t.id, t.team_id, '', t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority,
 			t.state, t.attempt, t.max_attempts, t.created_by, '', t.created_at, t.started_at, t.finished_at, t.deadline_at,
-			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total,
+			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, NULL,
 			t.lease_token,
 			(SELECT json_agg(json_build_object('idx', s.idx, 'name', s.name, 'state', s.state, 'attempt', s.attempt,
 				'idempotency_key', s.idempotency_key, 'output', s.output, 'error', s.error, 'started_at', s.started_at,

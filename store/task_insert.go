@@ -35,6 +35,10 @@ type TaskInsertParams struct {
 	RequestHash     []byte          // hash of the request body, to tell a replay from a reuse
 	MaxPending      int             // the team's bound on pending tasks; 0: unbounded
 	Webhook         json.RawMessage // nil for none
+	// ConcurrencyKey ("" for none) and ConcurrencyPolicy (pipeline.Policy*)
+	// come from the pipeline's concurrency block, rendered with the params.
+	ConcurrencyKey    string
+	ConcurrencyPolicy string
 }
 
 // TaskInsert accepts a task: the row and its first event are committed in
@@ -89,6 +93,11 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 		case <-s.wake.wake(readyNote, eventsNote(id, 1)):
 		case <-ctx.Done():
 		}
+		if p.ConcurrencyKey != "" && p.ConcurrencyPolicy == "cancel_in_progress" {
+			if err := s.supersede(ctx, p.TeamID, p.ConcurrencyKey, id); err != nil {
+				return nil, false, err
+			}
+		}
 	}
 	t, err = s.TaskGet(ctx, []string{p.TeamID}, id)
 	return t, created, err
@@ -113,9 +122,6 @@ func (s *Store) taskInsertLocked(ctx context.Context, p TaskInsertParams) (res i
 	return res, err
 }
 
-// submittedEvent is a new task's first event, in task_event_batches' form.
-const submittedEvent = `[{"type":"task.state","status":"log","message":"Task submitted","data":{"state":"pending"}}]`
-
 // taskInsertOnce is one statement: the earlier task with the same key, or
 // the new task and its first event when the team has fewer than
 // p.MaxPending pending tasks (0: no bound).
@@ -132,25 +138,42 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 	err = q.QueryRow(ctx, `
 		WITH existing AS (
 			SELECT id, request_hash FROM tasks WHERE team_id = $1 AND idempotency_key = NULLIF($10, '')
+		), holder AS (
+			-- cancel_newest: while another task holds the key, a new one is
+			-- cancelled at once
+			SELECT task_id FROM concurrency_holds WHERE $16 = 'cancel_newest' AND team_id = $1 AND key = NULLIF($15, '')
 		), room AS (
 			-- without a bound the count is never evaluated
 			SELECT $13 = 0 OR (SELECT count(*) FROM (
 				SELECT 1 FROM tasks WHERE team_id = $1 AND state = 'pending' LIMIT $13) x) < $13 AS ok
 		), ins AS (
 			INSERT INTO tasks (team_id, created_by, kind, pipeline, params, prompt, priority, max_attempts,
-				deadline_at, idempotency_key, request_hash, webhook, secret_params, last_seq)
+				deadline_at, idempotency_key, request_hash, webhook, secret_params, concurrency_key,
+				state, finished_at, error, last_seq)
 			SELECT $1, $2, $3, $4, $5, $6, $7, $8,
-				CASE WHEN $9 > 0 THEN now() + make_interval(secs => $9) END, NULLIF($10, ''), $11, $12, $14, 1
-			WHERE NOT EXISTS (SELECT 1 FROM existing) AND (SELECT ok FROM room)
+				CASE WHEN $9 > 0 THEN now() + make_interval(secs => $9) END, NULLIF($10, ''), $11, $12, $14, NULLIF($15, ''),
+				CASE WHEN h.task_id IS NULL THEN 'pending' ELSE 'cancelled' END,
+				CASE WHEN h.task_id IS NOT NULL THEN now() END,
+				'cancelled at once: task ' || h.task_id || ' holds concurrency key ' || $15 || ' (policy cancel_newest)',
+				CASE WHEN h.task_id IS NULL THEN 1 ELSE 2 END
+			FROM (SELECT 1) one LEFT JOIN holder h ON true
+			WHERE NOT EXISTS (SELECT 1 FROM existing) AND (h.task_id IS NOT NULL OR (SELECT ok FROM room))
 			ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-			RETURNING id
+			RETURNING id, state, error
 		), ev AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT id, 1, 1, '`+submittedEvent+`' FROM ins
+			SELECT id, 1, CASE WHEN state = 'cancelled' THEN 2 ELSE 1 END,
+				jsonb_build_array(jsonb_build_object('type', 'task.state', 'status', 'log', 'message', 'Task submitted',
+					'data', jsonb_build_object('state', 'pending')))
+				|| CASE WHEN state = 'cancelled' THEN jsonb_build_array(jsonb_build_object('type', 'task.cancelled', 'status', 'cancelled',
+					'message', 'Task cancelled: ' || error, 'data', jsonb_build_object('state', 'cancelled', 'error', error)))
+				ELSE '[]' END
+			FROM ins
 		)
 		SELECT (SELECT id FROM ins), (SELECT id FROM existing), (SELECT request_hash FROM existing), (SELECT ok FROM room)`,
 		p.TeamID, p.CreatedByID, string(p.Kind), p.Pipeline, []byte(params), p.Prompt, int16(p.Priority), maxAttempts,
-		p.DeadlineSeconds, p.IdempotencyKey, p.RequestHash, nullJSON(p.Webhook), p.MaxPending, secretJSON(p.SecretParams)).Scan(&inserted, &existing, &res.existingHash, &res.room)
+		p.DeadlineSeconds, p.IdempotencyKey, p.RequestHash, nullJSON(p.Webhook), p.MaxPending, secretJSON(p.SecretParams),
+		p.ConcurrencyKey, p.ConcurrencyPolicy).Scan(&inserted, &existing, &res.existingHash, &res.room)
 	if err != nil {
 		return res, interpretError(err)
 	}
@@ -174,7 +197,7 @@ func (s *Store) TaskInsertMany(ctx context.Context, teamID, createdByID string, 
 			RETURNING id
 		), ev AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT id, 1, 1, '`+submittedEvent+`' FROM ins
+			SELECT id, 1, 1, '[{"type":"task.state","status":"log","message":"Task submitted","data":{"state":"pending"}}]' FROM ins
 		)
 		SELECT count(*) FROM ins`,
 		teamID, createdByID, string(kind), pipeline, n)
@@ -182,6 +205,31 @@ func (s *Store) TaskInsertMany(ctx context.Context, teamID, createdByID string, 
 		return fmt.Errorf("error inserting tasks: %w", interpretError(err))
 	}
 	<-s.wake.wake(readyNote)
+	return nil
+}
+
+// supersede cancels, for a new task under policy cancel_in_progress, every
+// other unfinished task of its team with the same concurrency key: the one
+// holding it compensates, the ones waiting for it end at once. The new task
+// then takes the key when its holder is done.
+func (s *Store) supersede(ctx context.Context, teamID, key, newID string) error {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id FROM tasks WHERE team_id = $1 AND concurrency_key = $2 AND id <> $3
+			AND state NOT IN ('completed', 'failed', 'cancelled')
+		ORDER BY created_at`, teamID, key, newID)
+	if err != nil {
+		return fmt.Errorf("error finding the tasks a new one supersedes: %w", interpretError(err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("error finding the tasks a new one supersedes: %w", interpretError(err))
+	}
+	for _, id := range ids {
+		_, err := s.TaskCancel(ctx, []string{teamID}, id, "task "+newID+" (concurrency policy cancel_in_progress)")
+		if err != nil && !errors.Is(err, ErrTerminal) && !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -92,7 +92,7 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 				progress_total = GREATEST(t.progress_total, i.total)
 			FROM input i
 			WHERE t.id = i.id AND t.lease_token = i.token
-			RETURNING t.id, t.state, t.last_seq, i.n, i.events
+			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed
 		), written_events AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
 			SELECT id, last_seq - n + 1, last_seq, events FROM written WHERE n > 0
@@ -112,7 +112,7 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 				finished_at = COALESCE(excluded.finished_at, ts.finished_at),
 				compensated_at = COALESCE(excluded.compensated_at, ts.compensated_at)
 		)
-		SELECT id, state, last_seq FROM written`,
+		SELECT id, state, last_seq, keyed FROM written`,
 		ids, tokens, states, release, errs, results, runAfter, bump, counts, done, total, events,
 		st.taskIDs, st.idx, st.names, st.keys, st.states, st.attempts, st.compAttempts, st.outputs, st.errs,
 		st.started, st.finished, st.compensated)
@@ -126,13 +126,16 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 	for rows.Next() {
 		var id, state string
 		var seq int
-		if err := rows.Scan(&id, &state, &seq); err != nil {
+		var keyed bool
+		if err := rows.Scan(&id, &state, &seq, &keyed); err != nil {
 			return nil, fmt.Errorf("error writing tasks: %w", interpretError(err))
 		}
 		out[id] = Written{State: task.State(state), LastSeq: seq}
 		notes = append(notes, eventsNote(id, seq))
-		// tasks handed back can be claimed at once
-		ready = ready || state == string(task.StatePending) || state == string(task.StateCompensating)
+		// tasks handed back can be claimed at once, and so can the next
+		// task of a concurrency key its holder gave up
+		ready = ready || state == string(task.StatePending) || state == string(task.StateCompensating) ||
+			keyed && task.State(state).Terminal()
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("error writing tasks: %w", interpretError(err))

@@ -31,6 +31,9 @@ type TaskOpts struct {
 	Priority    task.Priority
 	MaxAttempts int
 	Deadline    int
+	// ConcurrencyKey and ConcurrencyPolicy, as a pipeline's concurrency block renders them.
+	ConcurrencyKey    string
+	ConcurrencyPolicy string
 }
 
 // Task submits a task as u and returns it.
@@ -42,6 +45,7 @@ func Task(t testing.TB, st *store.Store, u *auth.User, opts *TaskOpts) *task.Tas
 	p := store.TaskInsertParams{
 		TeamID: u.Memberships[0].TeamID, CreatedByID: u.ID, Kind: task.KindDeploy, Pipeline: opts.Pipeline,
 		Priority: opts.Priority, MaxAttempts: opts.MaxAttempts, DeadlineSeconds: opts.Deadline,
+		ConcurrencyKey: opts.ConcurrencyKey, ConcurrencyPolicy: opts.ConcurrencyPolicy,
 	}
 	if p.Pipeline == "" {
 		p.Pipeline = "noop"

@@ -410,10 +410,14 @@ func runDeploy(ctx context.Context, e *Env, args map[string]any) (string, error)
 	if sec != nil {
 		secret, _ = json.Marshal(sec)
 	}
+	key, policy, err := p.ConcurrencyKey(plan.Params)
+	if err != nil {
+		return "", err
+	}
 	t, _, err := e.Store.TaskInsert(ctx, store.TaskInsertParams{
 		TeamID: e.Task.TeamID, CreatedByID: e.Task.CreatedByID, Kind: task.KindDeploy, Pipeline: plan.Pipeline,
 		Params: public, SecretParams: secret, Priority: prio, MaxAttempts: 5, IdempotencyKey: e.CallKey, RequestHash: sum[:],
-		MaxPending: e.MaxPending,
+		MaxPending: e.MaxPending, ConcurrencyKey: key, ConcurrencyPolicy: policy,
 	})
 	if errors.Is(err, store.ErrQueueFull) {
 		return "", fmt.Errorf("the team's queue is full; try later")

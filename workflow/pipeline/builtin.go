@@ -31,6 +31,9 @@ func Builtin() []*Pipeline {
 				{Name: "env", Type: "enum", Values: []string{"staging", "production"}, Default: "staging"},
 				{Name: "replicas", Type: "int", Min: &one, Max: &five, Default: 1},
 			},
+			// One deploy at a time per app and environment; later ones wait.
+			Target:      []string{"app", "env"},
+			Concurrency: &Concurrency{Policy: PolicyQueue},
 			Steps: []Step{
 				{Name: "create_dns", Action: "local.dns_create", With: map[string]any{"host": "{{ .params.app }}.{{ .params.env }}"},
 					Compensate: &Compensation{Action: "local.dns_delete"}, Timeout: 30 * time.Second, Retries: 3},

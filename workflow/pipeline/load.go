@@ -123,7 +123,10 @@ type loader struct {
 	paramAt  map[string]int // parameter name → line
 	stepAt   map[string]int // step name → line
 	inEach   bool           // parsing the step of a for_each: .item is set
-	reading  map[*yaml.Node]bool
+	// paramsOnly: a template rendered at submit (the concurrency key),
+	// which sees .params only
+	paramsOnly bool
+	reading    map[*yaml.Node]bool
 }
 
 func newLoader(path string) *loader {
@@ -182,7 +185,7 @@ func (l *loader) parse(data []byte) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.only(l, "name", "description", "params", "steps"); err != nil {
+	if err := m.only(l, "name", "description", "params", "target", "concurrency", "steps"); err != nil {
 		return nil, err
 	}
 	p := &Pipeline{}
@@ -219,6 +222,22 @@ func (l *loader) parse(data []byte) (*Pipeline, error) {
 			l.params[p.Params[i].Name] = &p.Params[i]
 		}
 	}
+	if t := m.get("target"); t != nil {
+		if p.Target, _, err = l.strs("pipeline", t); err != nil {
+			return nil, err
+		}
+		if p.Target == nil {
+			p.Target = []string{}
+		}
+		if err := p.validTarget(); err != nil {
+			return nil, l.errf(t.val, "pipeline: %v", err)
+		}
+	}
+	if c := m.get("concurrency"); c != nil {
+		if p.Concurrency, err = l.concurrency(c); err != nil {
+			return nil, err
+		}
+	}
 	steps := m.get("steps")
 	if steps == nil {
 		return nil, l.errf(m.node, "pipeline: steps are missing")
@@ -238,6 +257,42 @@ func (l *loader) parse(data []byte) (*Pipeline, error) {
 		p.Steps = append(p.Steps, st)
 	}
 	return p, nil
+}
+
+// concurrency reads the concurrency block: a key template over .params
+// only (it is rendered when the task is submitted) and a policy.
+func (l *loader) concurrency(p *pair) (*Concurrency, error) {
+	m, err := l.mapping(p.val, "concurrency")
+	if err != nil {
+		return nil, err
+	}
+	if err := m.only(l, "key", "policy"); err != nil {
+		return nil, err
+	}
+	c := &Concurrency{Policy: PolicyQueue}
+	if k := m.get("key"); k != nil {
+		if c.Key, err = l.str("concurrency", k); err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(c.Key) == "" {
+			return nil, l.errf(k.val, "concurrency: key is empty (leave it out for the default)")
+		}
+		l.paramsOnly = true
+		err := l.template(c.Key, k.val, "concurrency: key")
+		l.paramsOnly = false
+		if err != nil {
+			return nil, err
+		}
+	}
+	if pol := m.get("policy"); pol != nil {
+		if c.Policy, err = l.str("concurrency", pol); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(Policies, c.Policy) {
+			return nil, l.errf(pol.val, "concurrency: policy %q (want %s)", c.Policy, strings.Join(Policies, ", "))
+		}
+	}
+	return c, nil
 }
 
 // param reads one parameter declaration. Its rules are compile's; compile
@@ -758,11 +813,14 @@ func (l *loader) field(path []string) error {
 			return fmt.Errorf("unknown parameter .params.%s", path[1])
 		}
 	case "task":
+		if l.paramsOnly {
+			return errors.New(".task is not known yet when the key is made (use .params)")
+		}
 		if len(path) > 1 && path[1] != "id" && path[1] != "team" {
 			return fmt.Errorf("unknown field .task.%s (want .task.id or .task.team)", path[1])
 		}
 	case "item":
-		if !l.inEach {
+		if l.paramsOnly || !l.inEach {
 			return errors.New(".item is only set in the step of a for_each")
 		}
 	default:

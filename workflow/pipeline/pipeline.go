@@ -36,6 +36,11 @@ type Pipeline struct {
 	Description string
 	Params      []Param
 	Steps       []Step
+	// Target names the params that say what the pipeline deploys to (nil:
+	// every non-secret param but version; see TargetParams).
+	Target []string
+	// Concurrency, if set, allows one running task per key and team.
+	Concurrency *Concurrency
 	// Dir is the working directory of exec steps ("" for the server's).
 	Dir string
 }

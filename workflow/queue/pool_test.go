@@ -2,11 +2,13 @@ package queue_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -442,4 +444,86 @@ func TestClaimsTakeBatches(t *testing.T) {
 	// Jobs of one claim start on goroutines of their own, so only claims
 	// are ordered: each claim's tasks come after every earlier claim's.
 	require.ElementsMatch(t, want, order)
+}
+
+// TestConcurrencyKeysHoldAcrossPools: three pools on one database, racing
+// claims, tasks of four keys (and some without): no two tasks of a key ever
+// run at once, each key's tasks run in claim order (priority, then age),
+// and tasks without a key are never held back by them.
+func TestConcurrencyKeysHoldAcrossPools(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var mu sync.Mutex
+	running := map[string]int{}
+	ran := map[string][]string{}
+	violations := 0
+	h := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		var key string
+		require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT COALESCE(concurrency_key, '') FROM tasks WHERE id = $1`, j.Task.ID).Scan(&key))
+		mu.Lock()
+		running[key]++
+		if key != "" && running[key] > 1 {
+			violations++
+		}
+		ran[key] = append(ran[key], j.Task.ID)
+		mu.Unlock()
+		// A write while holding the key widens the window for a second
+		// holder, were there one.
+		j.Emit(task.Event{Type: task.EventStepLog, Status: task.StatusLog, Message: "working"})
+		if err := j.Flush(ctx); err != nil {
+			return queue.Outcome{}
+		}
+		mu.Lock()
+		running[key]--
+		mu.Unlock()
+		return queue.Outcome{State: task.StateCompleted}
+	})
+	want := map[string][]string{}
+	var all []string
+	for i := range 60 {
+		key := ""
+		if i%5 != 4 {
+			key = fmt.Sprintf("app-%d", i%4)
+		}
+		prio := task.PriorityNormal
+		if i%7 == 0 {
+			prio = task.PriorityHigh
+		}
+		tk := testfactory.Task(t, b.store, b.user, &testfactory.TaskOpts{ConcurrencyKey: key, ConcurrencyPolicy: "queue", Priority: prio})
+		all = append(all, tk.ID)
+		if key != "" {
+			want[key] = append(want[key], tk.ID)
+		}
+	}
+	// Within a key, the claim order: priority, then age.
+	for key, ids := range want {
+		var tasks []*task.Task
+		for _, id := range ids {
+			got, err := b.store.TaskGet(t.Context(), b.user.TeamIDs(), id)
+			require.NoError(t, err)
+			tasks = append(tasks, got)
+		}
+		slices.SortFunc(tasks, func(x, y *task.Task) int {
+			return cmp.Or(cmp.Compare(x.Priority, y.Priority), x.CreatedAt.Compare(y.CreatedAt), cmp.Compare(x.ID, y.ID))
+		})
+		want[key] = want[key][:0]
+		for _, tk := range tasks {
+			want[key] = append(want[key], tk.ID)
+		}
+	}
+	for range 3 {
+		b.startPool(t, h, queue.Config{Workers: 6, PollInterval: 10 * time.Millisecond}, true)
+	}
+	for _, id := range all {
+		b.waitState(t, id, task.StateCompleted, time.Minute)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Zero(t, violations, "two tasks of one key ran at once")
+	for key, ids := range want {
+		require.Equal(t, ids, ran[key], "%s: one at a time, in claim order", key)
+	}
+	var holds int
+	require.NoError(t, b.store.Pool().QueryRow(t.Context(), `SELECT count(*) FROM concurrency_holds`).Scan(&holds))
+	require.Zero(t, holds, "every key was given up")
 }

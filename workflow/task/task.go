@@ -138,8 +138,11 @@ type Task struct {
 	Result          json.RawMessage `json:"result"`
 	Progress        Progress        `json:"progress"`
 	LastSeq         int             `json:"last_seq"`
-	LeaseToken      string          `json:"-"` // set on claimed tasks; every worker write carries it
-	Steps           []Step          `json:"steps,omitempty"`
+	// BlockedBy is the task holding this pending task's concurrency key
+	// (the wait holds no worker); nil when nothing blocks it.
+	BlockedBy  *string `json:"blocked_by"`
+	LeaseToken string  `json:"-"` // set on claimed tasks; every worker write carries it
+	Steps      []Step  `json:"steps,omitempty"`
 }
 
 // Step is one step of a deploy task.
