@@ -2,9 +2,9 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -86,15 +86,10 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string) (pa
 		if a.Kind == "tool_call" {
 			v.Detail = indentJSON(a.Detail)
 		}
-		switch {
-		case a.Kind == "tool_call" && t.CreatedByID == u.ID && role.AtLeast(auth.RoleDeployer):
-			v.CanDecide = true // an agent's tool call: its creator may confirm
-		case a.Kind == "step" && t.CreatedByID == u.ID:
-			v.WhyNot = "You created this task, so another person must decide (four eyes)."
-		case !roleAllowed(a.Roles, role):
-			v.WhyNot = "Waiting for someone with one of the roles: " + joinRoles(a.Roles) + "."
-		default:
-			v.CanDecide = true
+		ok, why := task.MayDecide(task.ApprovalKind(a.Kind), a.Roles, t.CreatedByID, u.ID, string(role))
+		v.CanDecide = ok
+		if !ok {
+			v.WhyNot = strings.ToUpper(why[:1]) + why[1:] + "."
 		}
 		p.Approvals = append(p.Approvals, v)
 	}
@@ -140,20 +135,6 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string) (pa
 		p.Events[i], p.Events[j] = p.Events[j], p.Events[i]
 	}
 	return p, nil
-}
-
-func roleAllowed(roles []string, r auth.Role) bool {
-	for _, x := range roles {
-		if x == string(r) {
-			return true
-		}
-	}
-	return false
-}
-
-func joinRoles(roles []string) string {
-	b, _ := json.Marshal(roles)
-	return string(b)
 }
 
 func duration(start, end *time.Time) string {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -179,18 +178,8 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 		if err != nil {
 			return err
 		}
-		switch {
-		case a.Kind == "tool_call":
-			// An agent's tool call: its task's creator (a deployer or
-			// above) or any of the roles the approval names.
-			creator := createdBy == p.ActorID && slices.Contains([]string{"deployer", "approver", "admin"}, p.ActorRole)
-			if !creator && !slices.Contains(a.Roles, p.ActorRole) {
-				return fmt.Errorf("%w: an agent's tool call is confirmed by the task's creator or one of the roles %v", ErrForbidden, a.Roles)
-			}
-		case createdBy == p.ActorID:
-			return fmt.Errorf("%w: nobody approves a step of a task they created", ErrForbidden)
-		case !slices.Contains(a.Roles, p.ActorRole):
-			return fmt.Errorf("%w: this approval needs one of the roles %v", ErrForbidden, a.Roles)
+		if ok, why := task.MayDecide(task.ApprovalKind(a.Kind), a.Roles, createdBy, p.ActorID, p.ActorRole); !ok {
+			return fmt.Errorf("%w: %s", ErrForbidden, why)
 		}
 		if a.State != "pending" || state != string(task.StateAwaitingApproval) {
 			return fmt.Errorf("%w: approval is %s", ErrConflict, a.State)

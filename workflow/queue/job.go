@@ -154,6 +154,17 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) {
 	if state == "" || state == task.StateRunning {
 		state = j.releaseState()
 	}
+	if from := j.currentState(); from != state && !task.CanTransition(from, state) {
+		// A handler bug must not write a state its task cannot reach (a
+		// compensating task never ends completed, invariant 5).
+		p.taskLogger(t).Error("Handler asked for a state its task cannot move to", "from", from, "to", state)
+		out.Error = fmt.Sprintf("internal error: a %s task cannot become %s", from, state)
+		out.Message, out.Result = "", nil
+		state = task.StateFailed
+		if from == task.StateCompensating {
+			state = task.StateNeedsAttention
+		}
+	}
 	w := store.TaskWrite{ID: t.ID, Token: t.LeaseToken, State: state, Release: true, Result: out.Result,
 		RunAfter: out.RunAfter, BumpAttempt: panicked}
 	if out.Error != "" {
@@ -182,6 +193,17 @@ func (p *Pool) published(t *task.Task, state task.State) {
 	if state != "" && p.cfg.OnFinish != nil {
 		p.cfg.OnFinish(t, state)
 	}
+}
+
+// currentState is the task's state as its last write left it (or the
+// state change buffered for the next one).
+func (j *Job) currentState() task.State {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.state != "" {
+		return j.state
+	}
+	return j.Task.State
 }
 
 // releaseState is where a handed-back task rests: compensating tasks stay

@@ -527,3 +527,22 @@ func TestConcurrencyKeysHoldAcrossPools(t *testing.T) {
 	require.NoError(t, b.store.Pool().QueryRow(t.Context(), `SELECT count(*) FROM concurrency_holds`).Scan(&holds))
 	require.Zero(t, holds, "every key was given up")
 }
+
+// TestOutcomeMustBeAReachableState: the pool writes only transitions the
+// task vocabulary allows; a handler that reports success for a task it
+// was compensating leaves it in needs_attention, never completed.
+func TestOutcomeMustBeAReachableState(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		j.SetState(task.StateCompensating)
+		if err := j.Flush(ctx); err != nil {
+			return queue.Outcome{}
+		}
+		return queue.Outcome{State: task.StateCompleted} // a bug
+	})
+	b.runPool(t, h, queue.Config{Workers: 1, PollInterval: 20 * time.Millisecond})
+	tk := testfactory.Task(t, b.store, b.user, nil)
+	got := b.waitState(t, tk.ID, task.StateNeedsAttention, 20*time.Second)
+	require.Contains(t, *got.Error, "a compensating task cannot become completed")
+}
