@@ -237,9 +237,7 @@ func (s *Store) AgentQuestionAnswer(ctx context.Context, p AgentQuestionAnswerPa
 			teamID, p.Actor, p.TaskID, data); err != nil {
 			return interpretError(err)
 		}
-		if _, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', 'requeue')`); err != nil {
-			return interpretError(err)
-		}
+		noteTx(tx, readyNote)
 		out = q
 		return nil
 	})

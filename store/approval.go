@@ -223,9 +223,7 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 			teamID, p.Actor, "approval."+decision, p.TaskID, data); err != nil {
 			return interpretError(err)
 		}
-		if _, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', 'requeue')`); err != nil {
-			return interpretError(err)
-		}
+		noteTx(tx, readyNote)
 		a.State, a.DecidedBy = decision, &p.Actor
 		if p.Comment != "" {
 			a.Comment = &p.Comment
@@ -274,7 +272,7 @@ func (s *Store) ApprovalExpire(ctx context.Context) (int, error) {
 				return err
 			}
 			n++
-			_, err = tx.Exec(ctx, `SELECT pg_notify('task_ready', 'requeue')`)
+			noteTx(tx, readyNote)
 			return interpretError(err)
 		})
 		if err != nil {

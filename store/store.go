@@ -10,19 +10,21 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"flightdeck/internal/wake"
 )
 
 // Store is the database handle every service shares.
 type Store struct {
 	pool  *pgxpool.Pool
-	wake  wakeups
+	wake  *wake.Bus
 	names names
 }
 
 // New wraps a pool.
 func New(pool *pgxpool.Pool) *Store {
 	s := &Store{pool: pool}
-	s.wake.s, s.wake.origin = s, newOrigin()
+	s.wake = wake.NewBus(s.sendNotifications)
 	return s
 }
 
@@ -68,19 +70,22 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// withTx runs fn in a transaction, committing when fn returns nil.
+// withTx runs fn in a transaction, committing when fn returns nil, and
+// then sends the wake-ups its writes noted (noteTx).
 func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return interpretError(err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
-	if err := fn(tx); err != nil {
+	wtx := &wakeTx{Tx: tx}
+	if err := fn(wtx); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return interpretError(err)
 	}
+	s.wake.Send(wtx.notes)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"flightdeck/internal/wake"
 	"flightdeck/workflow/task"
 )
 
@@ -120,13 +121,14 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 		return nil, nil
 	}
 	tasks := make([]*task.Task, len(out))
-	notes := make([][2]string, len(out))
+	var notes wake.Notes
 	for i, c := range out {
-		tasks[i], notes[i] = c.Task, eventsNote(c.Task.ID, c.Task.LastSeq)
+		tasks[i] = c.Task
+		notes.Events = append(notes.Events, wake.TaskSeq{ID: c.Task.ID, Seq: c.Task.LastSeq})
 	}
+	s.wake.Send(notes)
 	if err := s.names.fill(ctx, s.pool, tasks); err != nil {
 		return nil, fmt.Errorf("error claiming tasks: %w", err)
 	}
-	s.wake.wake(notes...)
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"flightdeck/internal/wake"
 	"flightdeck/workflow/task"
 )
 
@@ -54,8 +55,8 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCancelled, Message: "Cancel requested by " + actor, Data: data}}); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `SELECT pg_notify('task_cancel', $1)`, id)
-			return interpretError(err)
+			noteTx(tx, wake.Notes{Cancel: []string{id}})
+			return nil
 		case st == task.StateCompensating || st == task.StateNeedsAttention:
 			return ErrConflict // already undoing its steps
 		default: // parked or re-queued after running steps: undo them
@@ -70,8 +71,8 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Cancelled by " + actor + "; undoing completed steps", Data: data}}); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', 'requeue')`)
-			return interpretError(err)
+			noteTx(tx, readyNote)
+			return nil
 		}
 	})
 	if err != nil {
@@ -100,8 +101,8 @@ func (s *Store) TaskSetPriority(ctx context.Context, teamIDs []string, id string
 			return err
 		}
 		// A waiting task moved in the claim order: claimers look again.
-		_, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', 'requeue')`)
-		return interpretError(err)
+		noteTx(tx, readyNote)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -133,8 +134,8 @@ func insertEvents(ctx context.Context, tx pgx.Tx, id string, first int, events [
 	if err != nil {
 		return interpretError(err)
 	}
-	_, err = tx.Exec(ctx, `SELECT pg_notify('task_events', $1)`, fmt.Sprintf("%s:%d", id, first+len(events)-1))
-	return interpretError(err)
+	noteTx(tx, eventsNote(id, first+len(events)-1))
+	return nil
 }
 
 // TaskResolve is an admin's answer to a task in needs_attention: retry runs
@@ -166,8 +167,8 @@ func (s *Store) TaskResolve(ctx context.Context, teamIDs []string, id, action, a
 			}); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `SELECT pg_notify('task_ready', 'requeue')`)
-			return interpretError(err)
+			noteTx(tx, readyNote)
+			return nil
 		}
 		reason := "resolved by " + actor
 		if comment != "" {

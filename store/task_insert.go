@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"flightdeck/internal/wake"
 	"flightdeck/workflow/task"
 )
 
@@ -90,7 +91,7 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 	}
 	if created {
 		select {
-		case <-s.wake.wake(readyNote, eventsNote(id, 1)):
+		case <-s.wake.Send(wake.Notes{Ready: true, Events: []wake.TaskSeq{{ID: id, Seq: 1}}}):
 		case <-ctx.Done():
 		}
 		if p.ConcurrencyKey != "" && p.ConcurrencyPolicy == "cancel_in_progress" {
@@ -204,7 +205,7 @@ func (s *Store) TaskInsertMany(ctx context.Context, teamID, createdByID string, 
 	if err != nil {
 		return fmt.Errorf("error inserting tasks: %w", interpretError(err))
 	}
-	<-s.wake.wake(readyNote)
+	<-s.wake.Send(readyNote)
 	return nil
 }
 

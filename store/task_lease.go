@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flightdeck/internal/wake"
 )
 
 // Lease identifies a claimed task and the token of that claim.
@@ -64,7 +68,7 @@ func (s *Store) TaskHeartbeat(ctx context.Context, leases []Lease, lease time.Du
 // the database): attempt + 1 and back to claimable, or failed once
 // max_attempts starts are used up. Expiry is judged by the database clock.
 func (s *Store) TaskRescue(ctx context.Context, limit int) (int, error) {
-	row := s.pool.QueryRow(ctx, `
+	rows, err := s.pool.Query(ctx, `
 		WITH expired AS (
 			SELECT id FROM tasks
 			WHERE lease_expires_at < now()
@@ -96,16 +100,32 @@ func (s *Store) TaskRescue(ctx context.Context, limit int) (int, error) {
 				ELSE '[]' END
 			FROM rescued
 		)
-		SELECT count(*),
-			CASE WHEN count(*) > 0 THEN pg_notify('task_ready', '') END,
-			CASE WHEN count(*) > 0 THEN pg_notify('task_events', string_agg(id::text || ':' || last_seq, ',')) END
-		FROM rescued`, limit)
-	var n int
-	var ignore1, ignore2 *string
-	if err := row.Scan(&n, &ignore1, &ignore2); err != nil {
+		SELECT id, last_seq FROM rescued`, limit)
+	if err != nil {
 		return 0, fmt.Errorf("error rescuing tasks: %w", interpretError(err))
 	}
-	return n, nil
+	notes, err := collectSeqs(rows)
+	if err != nil {
+		return 0, fmt.Errorf("error rescuing tasks: %w", err)
+	}
+	notes.Ready = len(notes.Events) > 0
+	s.wake.Send(notes)
+	return len(notes.Events), nil
+}
+
+// collectSeqs reads rows of (task id, last seq) as the wake-up that says
+// those tasks have new events.
+func collectSeqs(rows pgx.Rows) (wake.Notes, error) {
+	defer rows.Close()
+	var n wake.Notes
+	for rows.Next() {
+		var ts wake.TaskSeq
+		if err := rows.Scan(&ts.ID, &ts.Seq); err != nil {
+			return wake.Notes{}, interpretError(err)
+		}
+		n.Events = append(n.Events, ts)
+	}
+	return n, interpretError(rows.Err())
 }
 
 func splitLeases(leases []Lease) (ids, tokens []string) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"flightdeck/internal/wake"
 	"flightdeck/workflow/task"
 )
 
@@ -121,8 +122,7 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 	}
 	defer rows.Close()
 	out := make(map[string]Written, n)
-	notes := make([][2]string, 0, n+1)
-	ready := false
+	notes := wake.Notes{Events: make([]wake.TaskSeq, 0, n)}
 	for rows.Next() {
 		var id, state string
 		var seq int
@@ -131,19 +131,16 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 			return nil, fmt.Errorf("error writing tasks: %w", interpretError(err))
 		}
 		out[id] = Written{State: task.State(state), LastSeq: seq}
-		notes = append(notes, eventsNote(id, seq))
+		notes.Events = append(notes.Events, wake.TaskSeq{ID: id, Seq: seq})
 		// tasks handed back can be claimed at once, and so can the next
 		// task of a concurrency key its holder gave up
-		ready = ready || state == string(task.StatePending) || state == string(task.StateCompensating) ||
+		notes.Ready = notes.Ready || state == string(task.StatePending) || state == string(task.StateCompensating) ||
 			keyed && task.State(state).Terminal()
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
-	if ready {
-		notes = append(notes, readyNote)
-	}
-	s.wake.wake(notes...)
+	s.wake.Send(notes)
 	return out, nil
 }
 

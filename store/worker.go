@@ -62,17 +62,21 @@ func (s *Store) WorkerList(ctx context.Context) ([]Worker, error) {
 // scheduled tasks whose time came, fail pending tasks past their deadline,
 // and forget idempotency keys older than keyTTL.
 func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
-	_, err := s.pool.Exec(ctx, `
+	var promoted int
+	err := s.pool.QueryRow(ctx, `
 		WITH promoted AS (
 			UPDATE tasks SET state = 'pending', run_after = NULL
 			WHERE id IN (SELECT id FROM tasks WHERE state = 'scheduled' AND run_after <= now() LIMIT 1000 FOR UPDATE SKIP LOCKED)
 			RETURNING id
 		)
-		SELECT CASE WHEN count(*) > 0 THEN pg_notify('task_ready', 'requeue') END FROM promoted`)
+		SELECT count(*) FROM promoted`).Scan(&promoted)
 	if err != nil {
 		return interpretError(err)
 	}
-	_, err = s.pool.Exec(ctx, `
+	if promoted > 0 {
+		s.wake.Send(readyNote)
+	}
+	rows, err := s.pool.Query(ctx, `
 		WITH expired AS (
 			SELECT id FROM tasks WHERE state = 'pending' AND deadline_at < now() AND started_at IS NULL
 			LIMIT 1000 FOR UPDATE SKIP LOCKED
@@ -87,10 +91,15 @@ func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
 				'[{"type":"task.failed","status":"error","message":"Task failed: deadline passed before it started","data":{"state":"failed"}}]'
 			FROM upd
 		)
-		SELECT CASE WHEN count(*) > 0 THEN pg_notify('task_events', string_agg(id::text || ':' || last_seq, ',')) END FROM upd`)
+		SELECT id, last_seq FROM upd`)
 	if err != nil {
 		return interpretError(err)
 	}
+	notes, err := collectSeqs(rows)
+	if err != nil {
+		return err
+	}
+	s.wake.Send(notes)
 	if _, err := s.ApprovalExpire(ctx); err != nil {
 		return err
 	}

@@ -325,7 +325,7 @@ func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Po
 	// (its p99 was 80–130 ms against 10–20 ms in every later second).
 	sub := st
 	if remote {
-		// A store of its own wakes no pool in this process (OnTaskReady).
+		// A store of its own wakes no pool in this process (its own wake.Bus).
 		sub = store.New(st.Pool())
 	}
 	if _, err := benchSubmit(ctx, env, sub, teamID, userID, pipelineName, rate, latencyWarmup); err != nil {

@@ -90,7 +90,7 @@ func (c *Changes) add(cs []Change) {
 		}
 	}
 	c.mu.Unlock()
-	wake(c.C)
+	signal(c.C)
 }
 
 // Requeue puts changes back (a reader whose load failed), merged with

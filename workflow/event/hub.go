@@ -1,9 +1,9 @@
 package event
 
 import (
-	"strconv"
-	"strings"
 	"sync"
+
+	"flightdeck/internal/wake"
 )
 
 // Hub wakes in-process subscribers of a task when its events change. It
@@ -39,7 +39,7 @@ func (h *Hub) Attach(n *Notifier) {
 	h.mu.Lock()
 	h.attached = true
 	h.mu.Unlock()
-	n.On(ChannelTaskEvents, h.notify)
+	n.On(wake.TaskEvents, h.notify)
 	n.OnConnect(h.WakeAll)
 }
 
@@ -101,12 +101,12 @@ func (h *Hub) publish(cs []Change, taskIDs []string, notified bool) {
 	}
 	for _, id := range taskIDs {
 		for s := range h.subs[id] {
-			wake(s.C)
+			signal(s.C)
 		}
 	}
 	if len(taskIDs) > 0 {
 		for s := range h.all {
-			wake(s.C)
+			signal(s.C)
 		}
 	}
 }
@@ -117,33 +117,29 @@ func (h *Hub) WakeAll() {
 	defer h.mu.Unlock()
 	for _, m := range h.subs {
 		for s := range m {
-			wake(s.C)
+			signal(s.C)
 		}
 	}
 	for s := range h.all {
-		wake(s.C)
+		signal(s.C)
 	}
 }
 
 // notify parses "id:seq,id:seq" payloads.
 func (h *Hub) notify(payload string) {
-	if payload == "" {
+	seqs := wake.DecodeEvents(payload)
+	if len(seqs) == 0 {
 		return
 	}
-	var ids []string
-	var cs []Change
-	for _, part := range strings.Split(payload, ",") {
-		id, seq, _ := strings.Cut(part, ":")
-		if id != "" {
-			n, _ := strconv.Atoi(seq) // unreadable: 0, "unknown"
-			ids = append(ids, id)
-			cs = append(cs, Change{TaskID: id, Seq: n})
-		}
+	ids := make([]string, len(seqs))
+	cs := make([]Change, len(seqs))
+	for i, ts := range seqs {
+		ids[i], cs[i] = ts.ID, Change{TaskID: ts.ID, Seq: ts.Seq}
 	}
 	h.publish(cs, ids, true)
 }
 
-func wake(c chan struct{}) {
+func signal(c chan struct{}) {
 	select {
 	case c <- struct{}{}:
 	default:

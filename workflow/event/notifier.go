@@ -10,14 +10,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"flightdeck/internal/wake"
 	"flightdeck/store"
-)
-
-// Channels flightdeck NOTIFYs on.
-const (
-	ChannelTaskReady  = "task_ready"  // a task became claimable; payload parts "" (new) or "requeue" (claimable again), each "@origin" when a store sent it (store.TaskReadyFromElsewhere)
-	ChannelTaskEvents = "task_events" // "task_id:last_seq[,task_id:last_seq…]"
-	ChannelTaskCancel = "task_cancel" // payload: task id
 )
 
 // Notifier owns the process's LISTEN connection.
@@ -26,7 +20,7 @@ type Notifier struct {
 	logger *slog.Logger
 
 	mu        sync.RWMutex
-	handlers  map[string][]func(payload string)
+	handlers  map[wake.Topic][]func(payload string)
 	connected []func()
 }
 
@@ -35,15 +29,15 @@ func NewNotifier(st *store.Store, logger *slog.Logger) *Notifier {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Notifier{store: st, logger: logger, handlers: map[string][]func(string){}}
+	return &Notifier{store: st, logger: logger, handlers: map[wake.Topic][]func(string){}}
 }
 
-// On registers fn for notifications on channel. fn runs on the listening
-// goroutine: it must not block.
-func (n *Notifier) On(channel string, fn func(payload string)) {
+// On registers fn for notifications of topic (decode the payload with
+// package wake). fn runs on the listening goroutine: it must not block.
+func (n *Notifier) On(topic wake.Topic, fn func(payload string)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.handlers[channel] = append(n.handlers[channel], fn)
+	n.handlers[topic] = append(n.handlers[topic], fn)
 }
 
 // OnConnect registers fn to run after every (re)connection, when
@@ -57,11 +51,11 @@ func (n *Notifier) OnConnect(fn func()) {
 // Run listens until ctx ends, reconnecting as needed.
 func (n *Notifier) Run(ctx context.Context) error {
 	return n.store.Listen(ctx, store.ListenParams{
-		Channels: []string{ChannelTaskReady, ChannelTaskEvents, ChannelTaskCancel},
+		Channels: []string{string(wake.TaskReady), string(wake.TaskEvents), string(wake.TaskCancel)},
 		Logger:   n.logger,
 		Handle: func(note store.Notification) {
 			n.mu.RLock()
-			hs := n.handlers[note.Channel]
+			hs := n.handlers[wake.Topic(note.Channel)]
 			n.mu.RUnlock()
 			for _, h := range hs {
 				h(note.Payload)

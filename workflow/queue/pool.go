@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"flightdeck/internal/wake"
 	"flightdeck/store"
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/task"
@@ -97,13 +98,17 @@ func (p *Pool) ID() string { return p.cfg.ID }
 
 // Attach wakes the producer on task_ready and delivers cancels on task_cancel.
 func (p *Pool) Attach(n *event.Notifier) {
-	n.On(event.ChannelTaskReady, func(payload string) {
-		// This process's own wake-ups came through OnTaskReady already.
-		if wake, _ := p.store.TaskReadyFromElsewhere(payload); wake {
+	n.On(wake.TaskReady, func(payload string) {
+		// This process's own wake-ups came through its bus already.
+		if wake.DecodeReady(payload, p.store.Wakeups().Origin()) {
 			p.Wake()
 		}
 	})
-	n.On(event.ChannelTaskCancel, func(id string) { p.interrupt(id, ErrCancelRequested) })
+	n.On(wake.TaskCancel, func(payload string) {
+		for _, id := range wake.DecodeCancel(payload) {
+			p.interrupt(id, ErrCancelRequested)
+		}
+	})
 	n.OnConnect(p.Wake)
 }
 
@@ -147,7 +152,7 @@ func (p *Pool) Run(ctx context.Context) error {
 
 	// Tasks made claimable by this process wake the producer at once,
 	// without the NOTIFY's round trip (Attach skips those NOTIFYs).
-	stopReady := p.store.OnTaskReady(func(bool) { p.Wake() })
+	stopReady := p.store.Wakeups().OnReady(p.Wake)
 	p.produce(ctx, bg)
 	stopReady()
 	close(p.writes)

@@ -20,6 +20,7 @@ import (
 
 	"flightdeck/internal/auth"
 	"flightdeck/internal/dbtest"
+	"flightdeck/internal/wake"
 	"flightdeck/internal/testfactory"
 	"flightdeck/store"
 	"flightdeck/workflow/event"
@@ -304,7 +305,7 @@ func TestListenRecoversFromTerminatedConnection(t *testing.T) {
 	connected := make(chan struct{}, 10)
 	got := make(chan string, 10)
 	n.OnConnect(func() { connected <- struct{}{} })
-	n.On(event.ChannelTaskCancel, func(p string) { got <- p })
+	n.On(wake.TaskCancel, func(p string) { got <- p })
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go n.Run(ctx) //nolint:errcheck

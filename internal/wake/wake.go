@@ -1,0 +1,236 @@
+// Package wake is flightdeck's one wake-up module: the topics processes
+// NOTIFY each other on, their JSON payloads, and the Bus that sends them
+// after the writes they announce have committed, batched. A wake-up is only
+// ever a hint (invariant 3): a lost one costs a poll interval, never work,
+// since every reader reads what changed from the database.
+package wake
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Topic names a LISTEN channel.
+type Topic string
+
+const (
+	// TaskReady: tasks became claimable (submitted, handed back, resumed,
+	// a concurrency key freed). Payload Ready.
+	TaskReady Topic = "task_ready"
+	// TaskEvents: tasks have new events. Payload Events.
+	TaskEvents Topic = "task_events"
+	// TaskCancel: running tasks were asked to stop and compensate. Payload
+	// Cancel.
+	TaskCancel Topic = "task_cancel"
+)
+
+// Topics are every topic, for LISTEN.
+var Topics = []Topic{TaskReady, TaskEvents, TaskCancel}
+
+// Ready is TaskReady's payload: the buses that sent it (a process skips the
+// wake-ups its own bus already delivered in memory).
+type Ready struct {
+	Origins []string `json:"origins"`
+}
+
+// Events is TaskEvents' payload.
+type Events struct {
+	Tasks []TaskSeq `json:"tasks"`
+}
+
+// TaskSeq says a task has events up to Seq.
+type TaskSeq struct {
+	ID  string `json:"id"`
+	Seq int    `json:"seq"`
+}
+
+// Cancel is TaskCancel's payload.
+type Cancel struct {
+	Tasks []string `json:"tasks"`
+}
+
+// Notes are the wake-ups of writes that committed.
+type Notes struct {
+	Ready  bool
+	Events []TaskSeq
+	Cancel []string
+}
+
+// Add merges o into n.
+func (n *Notes) Add(o Notes) {
+	n.Ready = n.Ready || o.Ready
+	n.Events = append(n.Events, o.Events...)
+	n.Cancel = append(n.Cancel, o.Cancel...)
+}
+
+func (n Notes) empty() bool { return !n.Ready && len(n.Events) == 0 && len(n.Cancel) == 0 }
+
+// SendFunc sends notifications: topics[i] with payloads[i].
+type SendFunc func(ctx context.Context, topics, payloads []string) error
+
+// Bus sends wake-ups after commit. A NOTIFY inside the writing transaction
+// would take PostgreSQL's notify lock from its commit until the commit is
+// flushed, so notifying transactions would commit one after another; here
+// whatever committed while one batch was on the wire goes out in the next.
+type Bus struct {
+	send   SendFunc
+	origin string
+
+	mu      sync.Mutex
+	pending Notes
+	sending bool
+	sent    chan struct{} // closed when the batch holding pending is sent
+	ready   map[int]func()
+	readyN  int
+}
+
+// NewBus returns a bus that sends through send.
+func NewBus(send SendFunc) *Bus {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return &Bus{send: send, origin: hex.EncodeToString(b), ready: map[int]func(){}}
+}
+
+// Origin names this bus in its Ready payloads.
+func (b *Bus) Origin() string { return b.origin }
+
+// OnReady calls fn in this process each time the bus announces claimable
+// tasks, right away and before the NOTIFY goes out: a pool in the same
+// process claims without the notification's round trip. fn must not block.
+func (b *Bus) OnReady(fn func()) (stop func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.readyN++
+	id := b.readyN
+	b.ready[id] = fn
+	return func() {
+		b.mu.Lock()
+		delete(b.ready, id)
+		b.mu.Unlock()
+	}
+}
+
+// Send queues n (the writes it announces have committed) and returns a
+// channel closed once it is sent, or dropped because the database could not
+// be reached.
+func (b *Bus) Send(n Notes) <-chan struct{} {
+	b.mu.Lock()
+	if n.empty() {
+		b.mu.Unlock()
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	b.pending.Add(n)
+	if b.sent == nil {
+		b.sent = make(chan struct{})
+	}
+	sent := b.sent
+	if !b.sending {
+		b.sending = true
+		go b.drain()
+	}
+	var local []func()
+	if n.Ready {
+		for _, fn := range b.ready {
+			local = append(local, fn)
+		}
+	}
+	b.mu.Unlock()
+	for _, fn := range local {
+		fn()
+	}
+	return sent
+}
+
+func (b *Bus) drain() {
+	for {
+		b.mu.Lock()
+		batch, sent := b.pending, b.sent
+		b.pending, b.sent = Notes{}, nil
+		if batch.empty() {
+			b.sending = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		topics, payloads := b.encode(batch)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = b.send(ctx, topics, payloads) // a lost wake-up costs a poll interval
+		cancel()
+		close(sent)
+	}
+}
+
+// maxPayload stays under PostgreSQL's 8000-byte NOTIFY limit.
+const maxPayload = 7000
+
+// encode turns a batch into notifications, each payload under maxPayload.
+func (b *Bus) encode(n Notes) (topics, payloads []string) {
+	add := func(t Topic, v any) {
+		p, _ := json.Marshal(v)
+		topics, payloads = append(topics, string(t)), append(payloads, string(p))
+	}
+	if n.Ready {
+		add(TaskReady, Ready{Origins: []string{b.origin}})
+	}
+	// The latest seq of each task, in order of first mention.
+	seqs := map[string]int{}
+	var order []string
+	for _, e := range n.Events {
+		if _, ok := seqs[e.ID]; !ok {
+			order = append(order, e.ID)
+		}
+		seqs[e.ID] = max(seqs[e.ID], e.Seq)
+	}
+	var evs Events
+	size := 0
+	for _, id := range order {
+		if size > maxPayload-100 {
+			add(TaskEvents, evs)
+			evs, size = Events{}, 0
+		}
+		evs.Tasks = append(evs.Tasks, TaskSeq{ID: id, Seq: seqs[id]})
+		size += len(id) + 30
+	}
+	if len(evs.Tasks) > 0 {
+		add(TaskEvents, evs)
+	}
+	cancels := slices.Compact(slices.Sorted(slices.Values(n.Cancel)))
+	for len(cancels) > 0 {
+		k := min(len(cancels), maxPayload/50)
+		add(TaskCancel, Cancel{Tasks: cancels[:k]})
+		cancels = cancels[k:]
+	}
+	return topics, payloads
+}
+
+// DecodeReady reads a TaskReady payload; fromOthers says whether any bus but
+// own sent it (an unreadable payload counts as another's: waking costs
+// little).
+func DecodeReady(payload, own string) (fromOthers bool) {
+	var r Ready
+	if err := json.Unmarshal([]byte(payload), &r); err != nil || len(r.Origins) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(r.Origins, func(o string) bool { return o != own })
+}
+
+// DecodeEvents reads a TaskEvents payload (nothing when it is unreadable).
+func DecodeEvents(payload string) []TaskSeq {
+	var e Events
+	_ = json.Unmarshal([]byte(payload), &e)
+	return e.Tasks
+}
+
+// DecodeCancel reads a TaskCancel payload (nothing when it is unreadable).
+func DecodeCancel(payload string) []string {
+	var c Cancel
+	_ = json.Unmarshal([]byte(payload), &c)
+	return c.Tasks
+}
