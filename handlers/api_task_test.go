@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -88,6 +89,7 @@ func TestSubmitTask(t *testing.T) {
 			{"Malformed", `{"kind":`, "", 400, "invalid", ""},
 			{"TrailingGarbage", good + `garbage`, "", 400, "invalid", ""},
 			{"DuplicateKeys", `{"kind":"deploy","kind":"agent","pipeline":"noop"}`, "", 400, "invalid", "kind"},
+			{"KeysDifferingInCase", `{"kind":"deploy","pipeline":"web-service","PIPELINE":"noop","params":{"app":"shop","version":"1"}}`, "", 400, "invalid", "PIPELINE"},
 			{"UnknownField", `{"kind":"deploy","pipeline":"noop","colour":1}`, "", 422, "invalid", "colour"},
 			{"UnknownNestedField", `{"kind":"deploy","pipeline":"noop","webhook":{"url":"https://hooks.test/x","x":1}}`, "", 422, "invalid", "webhook.x"},
 			{"UnknownBudget", `{"kind":"agent","prompt":"p","budgets":{"stepz":3}}`, "", 422, "invalid", "budgets.stepz"},
@@ -293,4 +295,39 @@ func TestEventsAndSSEResume(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("stream did not end after the terminal event")
 	}
+
+	// A resume at or past the terminal event (7) of the finished task:
+	// 204 at once, so EventSource stops reconnecting.
+	sse := func(header map[string]string, query string) *http.Response {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		t.Cleanup(cancel)
+		req, err := http.NewRequestWithContext(ctx, "GET", b.srv.URL+"/api/v1/tasks/"+id+"/events"+query, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+b.aliceToken)
+		req.Header.Set("Accept", "text/event-stream")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err, "answered at once, not kept open")
+		t.Cleanup(func() { res.Body.Close() })
+		return res
+	}
+	for _, tc := range []struct {
+		header map[string]string
+		query  string
+	}{
+		{map[string]string{"Last-Event-ID": "7"}, ""},
+		{map[string]string{"Last-Event-ID": "99"}, ""},
+		{nil, "?after_seq=7"},
+		{map[string]string{"Last-Event-ID": "7"}, "?after_seq=2"},
+	} {
+		res := sse(tc.header, tc.query)
+		require.Equal(t, http.StatusNoContent, res.StatusCode, "%v %s", tc.header, tc.query)
+	}
+	res = sse(map[string]string{"Last-Event-ID": "6"}, "")
+	require.Equal(t, http.StatusOK, res.StatusCode, "before the terminal event: the rest is streamed")
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(body), "id: 7\n")
 }

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 )
@@ -103,8 +104,10 @@ func jsonKind(k string) string {
 
 // duplicateKey returns the dotted path of the first key repeated within one
 // object, or "". encoding/json silently keeps the last duplicate, which lets
-// a crafted body say two things at once. The body is already valid JSON, and
-// json.Valid caps nesting depth, so the recursion is bounded.
+// a crafted body say two things at once; and it matches field names without
+// regard to case, so keys that differ only in case ("type" and "Type") are
+// duplicates too. The body is already valid JSON, and json.Valid caps
+// nesting depth, so the recursion is bounded.
 func duplicateKey(body []byte) string {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -131,10 +134,11 @@ func duplicateIn(dec *json.Decoder, path string) (string, error) {
 			}
 			k, _ := kt.(string)
 			p = joinPath(path, k)
-			if seen[k] {
+			folded := foldKey(k)
+			if seen[folded] {
 				return p, nil
 			}
-			seen[k] = true
+			seen[folded] = true
 		}
 		if dup, err := duplicateIn(dec, p); dup != "" || err != nil {
 			return dup, err
@@ -142,6 +146,23 @@ func duplicateIn(dec *json.Decoder, path string) (string, error) {
 	}
 	_, err = dec.Token() // the closing delimiter
 	return "", err
+}
+
+// foldKey maps every key that encoding/json would match to the same field
+// onto one string: each rune becomes the smallest of its Unicode simple case
+// folding orbit (the equivalence bytes.EqualFold uses, so the Kelvin sign
+// folds to k and the long s to s).
+func foldKey(k string) string {
+	var b strings.Builder
+	b.Grow(len(k))
+	for _, r := range k {
+		low := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			low = min(low, f)
+		}
+		b.WriteRune(low)
+	}
+	return b.String()
 }
 
 func joinPath(a, b string) string {

@@ -72,6 +72,13 @@ func TestDecodeStrict(t *testing.T) {
 		{"ObjectForList", `{"events":{"a":1}}`, http.StatusUnprocessableEntity, "events"},
 		{"NullsAreFine", `{"webhook":null,"events":null,"steps":[null],"count":null}`, 0, ""},
 		{"DuplicateKeyInArrayItem", `{"steps":[{"name":"a"},{"name":"a","name":"b"}]}`, http.StatusBadRequest, "steps.1.name"},
+		// encoding/json matches field names without regard to case, so keys
+		// that differ only in case are the same field said twice.
+		{"DuplicateKeyDifferingInCase", `{"kind":"deploy","KIND":"agent"}`, http.StatusBadRequest, "KIND"},
+		{"NestedDuplicateDifferingInCase", `{"webhook":{"url":"a","Url":"b"}}`, http.StatusBadRequest, "webhook.Url"},
+		{"MapKeysDifferingInCase", `{"params":{"app":"a","APP":"b"}}`, http.StatusBadRequest, "params.APP"},
+		{"KelvinSignFoldsToK", "{\"kind\":\"deploy\",\"\u212aind\":\"agent\"}", http.StatusBadRequest, "\u212aind"},
+		{"LongSFoldsToS", "{\"steps\":[],\"\u017fteps\":[]}", http.StatusBadRequest, "\u017fteps"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,8 @@ package handlers
 import (
 	"cmp"
 	"log/slog"
+	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -45,6 +47,8 @@ type Handler struct {
 	dashFeed  *dashboardFeed
 
 	webhookGuard *webhook.Guard
+	crossOrigin  *http.CrossOriginProtection
+	sockets      socketAuth
 }
 
 func newHandler(d Deps) *Handler {
@@ -75,6 +79,13 @@ func newHandler(d Deps) *Handler {
 		apiRate:   ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
 		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
 	}
+	h.sockets.h = h
+	h.crossOrigin = http.NewCrossOriginProtection()
+	for _, o := range d.Config.AllowedOrigins {
+		if err := h.crossOrigin.AddTrustedOrigin(o); err != nil {
+			logger.Error("Ignoring an entry of FLIGHTDECK_ALLOWED_ORIGINS", "origin", o, "error", err)
+		}
+	}
 	h.teamFeed = newTeamFeed(d.Store, hub, logger, reg)
 	h.dashFeed = newDashboardFeed(h, reg)
 	h.webhookGuard = d.WebhookGuard
@@ -86,4 +97,10 @@ func newHandler(d Deps) *Handler {
 		}
 	}
 	return h
+}
+
+// requestTimeout bounds a request's wait on the database (config
+// RequestTimeout): past it the answer is 503, never a hang.
+func (h *Handler) requestTimeout() time.Duration {
+	return cmp.Or(h.cfg.RequestTimeout, config.RequestTimeoutDefault)
 }

@@ -289,6 +289,18 @@ func TestLogin(t *testing.T) {
 		require.NoError(t, err)
 		res.Body.Close()
 		require.Equal(t, "/tasks", res.Header.Get("Location"))
+
+		// The login page's next field, from a link's query string.
+		c = b.browser(t)
+		_, body := b.get(t, c, "/login?next=%2F%09%2Fevil.example", nil)
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+		require.NoError(t, err)
+		require.Equal(t, "/tasks", doc.Find(`input[name="next"]`).AttrOr("value", ""))
+		tok = b.csrfFrom(t, c, "/login")
+		res, err = c.PostForm(b.srv.URL+"/login", url.Values{"email": {"alice@acme.test"}, "password": {testPassword}, "_csrf": {tok}, "next": {"/\t/evil.example"}})
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, "/tasks", res.Header.Get("Location"))
 	})
 }
 

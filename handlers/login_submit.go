@@ -44,5 +44,7 @@ func (h *Handler) startSession(c echo.Context, userID string) error {
 		return err
 	}
 	setCookie(c, sessionCookie, secret, int(h.cfg.SessionTTL.Seconds()))
+	// From here forms carry the new session's token; the anonymous one is done.
+	clearCookie(c, csrfCookie)
 	return nil
 }

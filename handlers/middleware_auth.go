@@ -1,10 +1,12 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 
@@ -13,9 +15,10 @@ import (
 )
 
 const (
-	ctxUser       = "user"
-	ctxViaToken   = "via_token"
-	sessionCookie = "fd_session"
+	ctxUser          = "user"
+	ctxCredential    = "credential"
+	ctxSessionSecret = "session_secret"
+	sessionCookie    = "fd_session"
 )
 
 func userOf(c echo.Context) *auth.User {
@@ -23,18 +26,44 @@ func userOf(c echo.Context) *auth.User {
 	return u
 }
 
+// credential is what authenticated a request: an API token or a session,
+// by hash. A socket outlives its upgrade request, so it looks the
+// credential up again (per message and periodically) to learn when it ends.
+type credential struct {
+	session bool
+	hash    []byte
+}
+
+func credentialOf(c echo.Context) (credential, bool) {
+	cr, ok := c.Get(ctxCredential).(credential)
+	return cr, ok
+}
+
+// user looks the credential up: the user with their teams and roles as
+// they are now, or store.ErrNotFound once the token is revoked or the
+// session ended (logout, expiry).
+func (h *Handler) credentialUser(ctx context.Context, cr credential) (*auth.User, error) {
+	if cr.session {
+		return h.store.SessionUser(ctx, cr.hash)
+	}
+	return h.store.TokenUser(ctx, cr.hash)
+}
+
 // authenticate identifies the caller by bearer token or session cookie. A
 // bad bearer token is refused outright (a script should learn at once that
 // its token is wrong or revoked); a stale cookie just means "signed out".
 func (h *Handler) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		ctx := c.Request().Context()
+		// Sockets and streams outlive this lookup: bound it on its own.
+		ctx, cancel := context.WithTimeout(c.Request().Context(), h.requestTimeout())
+		defer cancel()
 		if authz := c.Request().Header.Get("Authorization"); authz != "" {
 			scheme, token, ok := strings.Cut(authz, " ")
 			if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 				return errUnauthenticated
 			}
-			u, err := h.store.TokenUser(ctx, auth.HashSecret(strings.TrimSpace(token)))
+			cr := credential{hash: auth.HashSecret(strings.TrimSpace(token))}
+			u, err := h.credentialUser(ctx, cr)
 			if errors.Is(err, store.ErrNotFound) {
 				return errUnauthenticated
 			}
@@ -42,14 +71,17 @@ func (h *Handler) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			c.Set(ctxUser, u)
-			c.Set(ctxViaToken, true)
+			c.Set(ctxCredential, cr)
 			return next(c)
 		}
 		if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
-			u, err := h.store.SessionUser(ctx, auth.HashSecret(ck.Value))
+			cr := credential{session: true, hash: auth.HashSecret(ck.Value)}
+			u, err := h.credentialUser(ctx, cr)
 			switch {
 			case err == nil:
 				c.Set(ctxUser, u)
+				c.Set(ctxCredential, cr)
+				c.Set(ctxSessionSecret, ck.Value)
 			case errors.Is(err, store.ErrNotFound):
 				clearCookie(c, sessionCookie)
 			default:
@@ -109,11 +141,35 @@ func setCookie(c echo.Context, name, value string, maxAge int) {
 
 func clearCookie(c echo.Context, name string) { setCookie(c, name, "", -1) }
 
-// safeNext keeps post-login redirects on this site: only absolute paths,
-// never "//host" or a scheme.
+// safeNext keeps post-login redirects on this site: an absolute path of
+// printable ASCII, with no backslash (browsers read it as a slash) and no
+// whitespace or control characters (browsers drop tabs and newlines, so
+// "/\t/evil.example" would become "//evil.example"), not starting with
+// "//"; percent-decoded it must still be such a path (no control character,
+// no backslash, no leading "//"), in case something on the way decodes it.
+// Anything else goes to the task list.
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/tasks"
+	const fallback = "/tasks"
+	if len(next) > 2048 || !pathStart(next) {
+		return fallback
+	}
+	for i := 0; i < len(next); i++ {
+		if b := next[i]; b <= ' ' || b >= 0x7f || b == '\\' {
+			return fallback
+		}
+	}
+	decoded, err := url.PathUnescape(next)
+	if err != nil || !pathStart(decoded) || strings.ContainsFunc(decoded, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
+		return fallback
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return fallback
 	}
 	return next
+}
+
+// pathStart: p starts with one slash, not "//" or "/\\".
+func pathStart(p string) bool {
+	return len(p) > 0 && p[0] == '/' && (len(p) == 1 || p[1] != '/' && p[1] != '\\')
 }

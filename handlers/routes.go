@@ -31,10 +31,10 @@ func New(d Deps) *echo.Echo {
 	e.GET("/local/ca.crl", h.localCACRL)
 
 	// Browser pages: session cookie + CSRF.
-	pages := e.Group("", middleware.BodyLimit("1M"), h.csrf, h.authenticate)
+	pages := e.Group("", middleware.BodyLimit("1M"), h.authenticate, h.csrf)
 	pages.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/tasks") })
 	pages.GET("/login", h.loginShow)
-	pages.POST("/login", h.loginSubmit)
+	pages.POST("/login", h.loginSubmit, h.csrfLogin)
 	pages.GET("/login/link/:token", h.loginLink)
 	pages.POST("/logout", h.logout)
 
@@ -58,7 +58,7 @@ func New(d Deps) *echo.Echo {
 	app.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.webhookRedeliver)
 
 	// JSON API: bearer token or session cookie (+ CSRF header), per-user rate limit.
-	api := e.Group("/api/v1", middleware.BodyLimit("1M"), h.csrf, h.authenticate, h.requireAPIUser, h.rateLimit)
+	api := e.Group("/api/v1", middleware.BodyLimit("1M"), h.authenticate, h.requireAPIUser, h.csrf, h.rateLimit)
 	api.GET("/me", h.apiMe)
 	api.POST("/tasks", h.apiTaskCreate)
 	api.GET("/tasks", h.apiTaskList)

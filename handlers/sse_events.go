@@ -11,7 +11,8 @@ import (
 
 // sseEvents streams a task's events as Server-Sent Events: first those after
 // the cursor, then live ones as the Hub signals them, ending after the
-// terminal event. Every batch is read from the database after the last seq
+// terminal event; a resume at or past the terminal event of a finished task
+// answers 204. Every batch is read from the database after the last seq
 // sent, so there is no gap and no repeat however wake-ups arrive.
 func (h *Handler) sseEvents(c echo.Context, after int) error {
 	ctx := c.Request().Context()
@@ -21,9 +22,18 @@ func (h *Handler) sseEvents(c echo.Context, after int) error {
 	// wakes us.
 	sub := h.hub.Subscribe(id)
 	defer sub.Close()
-	events, err := h.store.EventList(ctx, teams, id, after, 1000)
+	t, err := h.store.TaskGet(ctx, teams, id)
 	if err != nil {
 		return err // 404 before anything is streamed
+	}
+	events, err := h.store.EventList(ctx, teams, id, after, 1000)
+	if err != nil {
+		return err
+	}
+	if len(events) == 0 && t.State.Terminal() {
+		// A finished task has nothing after its terminal event: a resume
+		// there ends at once, and 204 tells EventSource not to reconnect.
+		return c.NoContent(http.StatusNoContent)
 	}
 	w := c.Response()
 	w.Header().Set("Content-Type", "text/event-stream")

@@ -45,7 +45,7 @@ func (h *Handler) wsAPI(c echo.Context) error {
 	if err != nil || conn == nil {
 		return err
 	}
-	s := &wsSession{h: h, c: c, conn: conn, subs: map[string]context.CancelFunc{}, limit: h.wsRate}
+	s := &wsSession{h: h, c: c, conn: conn, subs: map[string]context.CancelFunc{}, limit: h.wsRate, userID: userOf(c).ID}
 	defer s.closeAll()
 	for {
 		raw, err := conn.read()
@@ -73,6 +73,9 @@ type wsSession struct {
 	mu    sync.Mutex
 	subs  map[string]context.CancelFunc // task id or "team"
 	wg    sync.WaitGroup
+	// userID keys the rate limit: the socket's user, whose rights are
+	// looked up again for every message.
+	userID string
 }
 
 func (s *wsSession) reply(m wsOut) {
@@ -121,16 +124,23 @@ func (s *wsSession) handle(raw []byte) {
 		s.reply(*bad)
 		return
 	}
-	u := userOf(s.c)
-	if ok, _ := s.limit.Allow(u.ID); !ok {
+	if ok, _ := s.limit.Allow(s.userID); !ok {
 		s.reply(wsOut{Type: "error", ID: m.ID, Code: "rate_limited", Message: "too many messages; slow down"})
+		return
+	}
+	if m.Type == "ping" {
+		s.reply(wsOut{Type: "pong", ID: m.ID})
+		return
+	}
+	// Every other message acts with the rights the credentials have now.
+	if _, err := s.h.socketUser(s.c, s.conn); err != nil {
+		if !errors.Is(err, errRevoked) {
+			s.fail(m.ID, err)
+		}
 		return
 	}
 	var err error
 	switch m.Type {
-	case "ping":
-		s.reply(wsOut{Type: "pong", ID: m.ID})
-		return
 	case "subscribe":
 		err = s.subscribe(m)
 	case "unsubscribe":
@@ -208,9 +218,11 @@ func (s *wsSession) subscribe(m wsMessage) error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		// Events come from the database by seq, so the stream may wait on
+		// the socket: replay and live alike go at the client's pace.
 		s.h.streamEvents(subCtx, m.TaskID, m.AfterSeq, func(e task.Event) bool {
 			b, _ := json.Marshal(wsOut{Type: "event", Event: &e})
-			return s.conn.send(b)
+			return s.conn.sendPaced(subCtx, b)
 		})
 	}()
 	return nil

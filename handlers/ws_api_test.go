@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
+
+	"flightdeck/internal/auth"
 )
 
 type wsClient struct {
@@ -87,6 +90,15 @@ func TestWebSocketProtocol(t *testing.T) {
 		require.Equal(t, "invalid", ws.next()["code"])
 		ws.send(`{"type":"ping","id":"still-open"}`)
 		require.Equal(t, "pong", ws.next()["type"])
+	})
+	t.Run("KeysDifferingInCaseAreRefusedAndDoNothing", func(t *testing.T) {
+		ws.send(fmt.Sprintf(`{"type":"ping","Type":"cancel","task_id":%q,"id":"k1"}`, id))
+		m := ws.next()
+		require.Equal(t, "error", m["type"])
+		require.Equal(t, "invalid", m["code"])
+		require.Equal(t, "k1", m["id"])
+		r := b.api(t, "GET", "/api/v1/tasks/"+id, b.aliceToken, "", nil)
+		require.Equal(t, "pending", r.body["state"], "not cancelled")
 	})
 	t.Run("ReplayThenLiveWithoutGap", func(t *testing.T) {
 		ws.send(fmt.Sprintf(`{"type":"subscribe","task_id":%q,"after_seq":1,"id":"s1"}`, id))
@@ -172,12 +184,7 @@ func TestWebSocketLimits(t *testing.T) {
 		r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
 		id := r.body["id"].(string)
 		// A long history: 20k events of 1 KiB.
-		_, err := b.pool.Exec(t.Context(), `
-			WITH n AS (UPDATE tasks SET last_seq = 20001 WHERE id = $1)
-			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT $1, g, g, jsonb_build_array(jsonb_build_object('type', 'step.log', 'status', 'log', 'message', repeat('x', 1024)))
-			FROM generate_series(2, 20001) g`, id)
-		require.NoError(t, err)
+		b.addLogEvents(t, id, 20000, 1024)
 		ws, _, err := b.dialWS(t, b.aliceToken, nil)
 		require.NoError(t, err)
 		ws.send(fmt.Sprintf(`{"type":"subscribe","task_id":%q}`, id))
@@ -201,6 +208,51 @@ func TestWebSocketLimits(t *testing.T) {
 		}
 		require.Less(t, read, 20000, "a slow reader does not get the whole stream")
 	})
+}
+
+// addLogEvents appends n step.log events of size bytes to a task whose last
+// event is seq 1 (a task just submitted).
+func (b *testBundle) addLogEvents(t *testing.T, id string, n, size int) {
+	t.Helper()
+	_, err := b.pool.Exec(t.Context(), `
+		WITH n AS (UPDATE tasks SET last_seq = $2 + 1 WHERE id = $1)
+		INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
+		SELECT $1, g, g, jsonb_build_array(jsonb_build_object('type', 'step.log', 'status', 'log', 'message', repeat('x', $3)))
+		FROM generate_series(2, $2 + 1) g`, id, n, size)
+	require.NoError(t, err)
+}
+
+// TestWebSocketReplayIsPacedByTheClient: a long history goes to a client
+// that reads as fast as it can, however much larger than the send buffer;
+// the replay waits on the socket instead of overflowing the buffer.
+func TestWebSocketReplayIsPacedByTheClient(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
+	id := r.body["id"].(string)
+	const n = 2000
+	b.addLogEvents(t, id, n, 200)
+	ws, _, err := b.dialWS(t, b.aliceToken, nil)
+	require.NoError(t, err)
+	// The team feed shares the socket with the replay.
+	ws.send(`{"type":"subscribe","topic":"team","id":"team"}`)
+	ws.send(fmt.Sprintf(`{"type":"subscribe","task_id":%q,"after_seq":0,"id":"a"}`, id))
+	last := 0
+	for last < n+1 {
+		m := ws.next()
+		if m["type"] != "event" {
+			continue
+		}
+		seq := int(m["event"].(map[string]any)["seq"].(float64))
+		require.Equal(t, last+1, seq, "in order, none missing")
+		last = seq
+	}
+	ws.send(`{"type":"ping","id":"p"}`)
+	for {
+		if m := ws.next(); m["type"] == "pong" {
+			break
+		}
+	}
 }
 
 // wsStall is how long the slow reader stalls: longer than the server's
@@ -284,4 +336,85 @@ func TestWebSocketTeamFeedFansOutOneLoad(t *testing.T) {
 	require.Equal(t, last, acme[1].nextTask()["id"])
 	acme[0].send(`{"type":"ping","id":"p"}`)
 	require.Equal(t, "pong", acme[0].next()["type"], "no task frame after the unsubscribe ack")
+}
+
+// TestWebSocketEndsWithItsCredentials: a socket acts with the rights its
+// credentials have now; once its token is revoked or its session ended it
+// is closed (1008), and nothing it sends after that takes effect.
+func TestWebSocketEndsWithItsCredentials(t *testing.T) {
+	t.Parallel()
+	newToken := func(b *testBundle, name string) string {
+		secret, h := auth.NewSecret(auth.TokenPrefix)
+		require.NoError(t, b.store.TokenCreate(t.Context(), "alice@acme.test", name, h))
+		return secret
+	}
+	closedWith := func(t *testing.T, ws *wsClient) websocket.StatusCode {
+		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+		defer cancel()
+		for {
+			if _, _, err := ws.c.Read(ctx); err != nil {
+				require.NoError(t, ctx.Err(), "closed, not timed out")
+				return websocket.CloseStatus(err)
+			}
+		}
+	}
+
+	t.Run("MessageAfterRevocationDoesNothing", func(t *testing.T) {
+		t.Parallel()
+		// No periodic check in this test's time: the message itself finds out.
+		b := setupWith(t, func(c *configT) { c.WSAuthCheck = time.Hour })
+		token := newToken(b, "ws")
+		id := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil).body["id"].(string)
+		ws, _, err := b.dialWS(t, token, nil)
+		require.NoError(t, err)
+		ws.send(fmt.Sprintf(`{"type":"set_priority","task_id":%q,"priority":"high","id":"p1"}`, id))
+		require.Equal(t, "ack", ws.next()["type"])
+		_, err = b.store.TokenRevoke(t.Context(), "alice@acme.test", "ws")
+		require.NoError(t, err)
+		ws.send(fmt.Sprintf(`{"type":"set_priority","task_id":%q,"priority":"hotfix","id":"p2"}`, id))
+		require.Equal(t, websocket.StatusPolicyViolation, closedWith(t, ws))
+		r := b.api(t, "GET", "/api/v1/tasks/"+id, b.aliceToken, "", nil)
+		require.Equal(t, "high", r.body["priority"], "the message after the revocation did nothing")
+	})
+	t.Run("RevokedTokenClosesAnIdleSocket", func(t *testing.T) {
+		t.Parallel()
+		b := setupWith(t, func(c *configT) { c.WSAuthCheck = 50 * time.Millisecond })
+		token := newToken(b, "idle")
+		ws, _, err := b.dialWS(t, token, nil)
+		require.NoError(t, err)
+		other, _, err := b.dialWS(t, b.aliceToken, nil)
+		require.NoError(t, err)
+		ws.send(`{"type":"subscribe","topic":"team","id":"t"}`)
+		require.Equal(t, "ack", ws.next()["type"])
+		_, err = b.store.TokenRevoke(t.Context(), "alice@acme.test", "idle")
+		require.NoError(t, err)
+		require.Equal(t, websocket.StatusPolicyViolation, closedWith(t, ws))
+		other.send(`{"type":"ping"}`)
+		require.Equal(t, "pong", other.next()["type"], "a socket with a live token stays open")
+	})
+	t.Run("LogoutClosesTheSessionsSockets", func(t *testing.T) {
+		t.Parallel()
+		b := setupWith(t, func(c *configT) { c.WSAuthCheck = 50 * time.Millisecond })
+		c := b.browser(t)
+		b.login(t, c, "alice@acme.test", testPassword)
+		id := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil).body["id"].(string)
+		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+		defer cancel()
+		dial := func(path string) *wsClient {
+			conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.srv.URL, "http")+path,
+				&websocket.DialOptions{HTTPClient: c, HTTPHeader: http.Header{"Origin": {b.srv.URL}}})
+			require.NoError(t, err)
+			conn.SetReadLimit(4 << 20)
+			t.Cleanup(func() { _ = conn.CloseNow() })
+			return &wsClient{t: t, c: conn}
+		}
+		api, page, list := dial("/api/v1/ws"), dial("/tasks/"+id+"/ws"), dial("/tasks/ws")
+		api.send(`{"type":"ping"}`)
+		require.Equal(t, "pong", api.next()["type"])
+		tok := b.csrfFrom(t, c, "/tasks")
+		require.Equal(t, http.StatusSeeOther, b.postForm(t, c, "/logout", url.Values{"_csrf": {tok}}, nil))
+		for _, ws := range []*wsClient{api, page, list} {
+			require.Equal(t, websocket.StatusPolicyViolation, closedWith(t, ws))
+		}
+	})
 }

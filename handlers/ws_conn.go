@@ -24,10 +24,12 @@ const (
 )
 
 // wsConn is one accepted socket: a single reader (the caller's loop) and a
-// single writer goroutine draining a bounded queue.
+// single writer goroutine draining a bounded queue (live pushes) and a
+// hand-off channel (replays, paced by the client).
 type wsConn struct {
 	c      *websocket.Conn
 	out    chan []byte
+	paced  chan []byte
 	ctx    context.Context
 	cancel context.CancelFunc
 	once   sync.Once
@@ -65,8 +67,11 @@ func (h *Handler) acceptWS(c echo.Context) (*wsConn, error) {
 	}
 	ws.SetReadLimit(wsReadLimit)
 	ctx, cancel := context.WithCancel(c.Request().Context())
-	conn := &wsConn{c: ws, out: make(chan []byte, wsSendBuffer), ctx: ctx, cancel: cancel}
+	conn := &wsConn{c: ws, out: make(chan []byte, wsSendBuffer), paced: make(chan []byte), ctx: ctx, cancel: cancel}
 	go conn.writer()
+	if cr, ok := credentialOf(c); ok {
+		h.sockets.watch(conn, cr)
+	}
 	return conn, nil
 }
 
@@ -78,11 +83,11 @@ func (w *wsConn) writer() {
 		case <-w.ctx.Done():
 			return
 		case msg := <-w.out:
-			ctx, cancel := context.WithTimeout(w.ctx, wsWriteTimeout)
-			err := w.c.Write(ctx, websocket.MessageText, msg)
-			cancel()
-			if err != nil {
-				w.close(websocket.StatusPolicyViolation, "write timeout: client too slow")
+			if !w.write(msg) {
+				return
+			}
+		case msg := <-w.paced:
+			if !w.write(msg) {
 				return
 			}
 		case <-ping.C:
@@ -95,6 +100,33 @@ func (w *wsConn) writer() {
 				return
 			}
 		}
+	}
+}
+
+// write sends one frame; a client that does not take it within
+// wsWriteTimeout has stopped reading and is closed (1008).
+func (w *wsConn) write(msg []byte) bool {
+	ctx, cancel := context.WithTimeout(w.ctx, wsWriteTimeout)
+	err := w.c.Write(ctx, websocket.MessageText, msg)
+	cancel()
+	if err != nil {
+		w.close(websocket.StatusPolicyViolation, "write timeout: client too slow")
+		return false
+	}
+	return true
+}
+
+// sendPaced hands a message to the writer and waits until it took it: a
+// replay of stored events goes at the pace the client reads, however long
+// the history, instead of overflowing the send buffer. Only a client that
+// stops reading is closed (by the write timeout). It reports false once ctx
+// (the subscription's, within the socket's) ended.
+func (w *wsConn) sendPaced(ctx context.Context, msg []byte) bool {
+	select {
+	case w.paced <- msg:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -115,10 +147,16 @@ func (w *wsConn) send(msg []byte) bool {
 	}
 }
 
+// close ends the socket with code and reason. The close frame goes out
+// before the socket's context ends: a Read cancelled by that context would
+// cut the connection before the client learns why (e.g. 1008, credentials
+// ended). Writes after the close frame fail, so nothing more is sent.
 func (w *wsConn) close(code websocket.StatusCode, reason string) {
 	w.once.Do(func() {
-		w.cancel()
-		go func() { _ = w.c.Close(code, reason) }()
+		go func() {
+			_ = w.c.Close(code, reason)
+			w.cancel()
+		}()
 	})
 }
 

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
 
+	"flightdeck/internal/auth"
 	"flightdeck/views/pages"
 )
 
@@ -28,20 +30,27 @@ type htmxMessage struct {
 // wsTaskHTML is the task page's htmx socket: it pushes the page's sections
 // (swapped by id) whenever the task's events move, and takes the page's
 // buttons. Each push re-renders from the database, so a reconnect simply
-// catches up.
+// catches up. Everything that uses c runs on this goroutine: echo reuses c
+// for another request once the handler returns, so the reader goroutine
+// only hands frames over, and is joined before returning.
 func (h *Handler) wsTaskHTML(c echo.Context) error {
 	id := c.Param("id")
 	u := userOf(c)
-	if _, err := h.store.TaskGet(c.Request().Context(), u.TeamIDs(), id); err != nil {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), h.requestTimeout())
+	_, err := h.store.TaskGet(ctx, u.TeamIDs(), id)
+	cancel()
+	if err != nil {
 		return err
 	}
 	conn, err := h.acceptWS(c)
 	if err != nil || conn == nil {
 		return err
 	}
+	frames := make(chan []byte)
+	var reader sync.WaitGroup
+	defer reader.Wait()
 	defer conn.close(websocket.StatusNormalClosure, "")
-	flash := make(chan pages.TaskShowProps, 4)
-	go func() {
+	reader.Go(func() {
 		for {
 			raw, err := conn.read()
 			if errors.Is(err, errBinaryFrame) {
@@ -51,24 +60,13 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 				conn.close(websocket.StatusNormalClosure, "")
 				return
 			}
-			var m htmxMessage
-			var p pages.TaskShowProps
-			if json.Unmarshal(raw, &m) != nil {
-				p.Flash, p.FlashError = "That message could not be read.", true
-			} else if ok, _ := h.wsRate.Allow(u.ID); !ok {
-				p.Flash, p.FlashError = "Too many actions; slow down.", true
-			} else if err := h.htmlAction(c, id, m); err != nil {
-				p.Flash, p.FlashError = toAPIError(err).Message, true
-			} else {
-				p.Flash = map[string]string{"cancel": "Cancel requested.", "approve": "Approved.", "reject": "Rejected.", "set_priority": "Priority changed.",
-					"answer": "Answer sent; the agent resumes.", "message": "Note sent; the agent reads it at its next step."}[m.Type]
-			}
 			select {
-			case flash <- p:
-			default:
+			case frames <- raw:
+			case <-conn.ctx.Done():
+				return
 			}
 		}
-	}()
+	})
 
 	sub := h.hub.Subscribe(id)
 	defer sub.Close()
@@ -88,7 +86,12 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 		select {
 		case <-conn.ctx.Done():
 			return nil
-		case f := <-flash:
+		case raw := <-frames:
+			f, now := h.htmlMessage(c, conn, id, raw)
+			if now == nil {
+				return nil // credentials ended: the socket is closing
+			}
+			u = now
 			if !h.pushFlash(conn, f) {
 				return nil
 			}
@@ -96,6 +99,37 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 		case <-poll.C:
 		}
 	}
+}
+
+// htmlMessage acts on one frame of the page and returns the flash to show
+// and the user as the credentials say now (nil once they ended).
+func (h *Handler) htmlMessage(c echo.Context, conn *wsConn, id string, raw []byte) (pages.TaskShowProps, *auth.User) {
+	var p pages.TaskShowProps
+	u := userOf(c)
+	var m htmxMessage
+	if !json.Valid(raw) || duplicateKey(raw) != "" || json.Unmarshal(raw, &m) != nil {
+		p.Flash, p.FlashError = "That message could not be read.", true
+		return p, u
+	}
+	if ok, _ := h.wsRate.Allow(u.ID); !ok {
+		p.Flash, p.FlashError = "Too many actions; slow down.", true
+		return p, u
+	}
+	now, err := h.socketUser(c, conn)
+	if errors.Is(err, errRevoked) {
+		return p, nil
+	}
+	if err != nil {
+		p.Flash, p.FlashError = toAPIError(err).Message, true
+		return p, u
+	}
+	if err := h.htmlAction(c, id, m); err != nil {
+		p.Flash, p.FlashError = toAPIError(err).Message, true
+		return p, now
+	}
+	p.Flash = map[string]string{"cancel": "Cancel requested.", "approve": "Approved.", "reject": "Rejected.", "set_priority": "Priority changed.",
+		"answer": "Answer sent; the agent resumes.", "message": "Note sent; the agent reads it at its next step."}[m.Type]
+	return p, now
 }
 
 func (h *Handler) htmlAction(c echo.Context, id string, m htmxMessage) error {

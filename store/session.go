@@ -61,3 +61,14 @@ func (s *Store) LoginLinkUse(ctx context.Context, hash []byte) (string, error) {
 		RETURNING user_id`, hash).Scan(&userID)
 	return userID, interpretError(err)
 }
+
+// SessionsLive returns which of the given session hashes (as strings) still
+// belong to live sessions: not logged out, not expired by the database
+// clock. Open sockets ask it periodically, all at once.
+func (s *Store) SessionsLive(ctx context.Context, idHashes [][]byte) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id_hash FROM sessions WHERE id_hash = ANY($1) AND expires_at > now()`, idHashes)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return collectHashes(rows)
+}

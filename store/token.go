@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"flightdeck/internal/auth"
 )
 
@@ -46,4 +48,27 @@ func (s *Store) TokenUser(ctx context.Context, hash []byte) (*auth.User, error) 
 		return nil, interpretError(err)
 	}
 	return s.UserGet(ctx, userID)
+}
+
+// TokensLive returns which of the given token hashes (as strings) still
+// belong to tokens that are not revoked. Open sockets ask it periodically,
+// all at once.
+func (s *Store) TokensLive(ctx context.Context, hashes [][]byte) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT hash FROM api_tokens WHERE hash = ANY($1) AND revoked_at IS NULL`, hashes)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return collectHashes(rows)
+}
+
+func collectHashes(rows pgx.Rows) (map[string]bool, error) {
+	live := map[string]bool{}
+	hashes, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	for _, h := range hashes {
+		live[string(h)] = true
+	}
+	return live, nil
 }

@@ -4,6 +4,7 @@
 package auth
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -111,4 +112,21 @@ func ValidEmail(s string) bool {
 		return false
 	}
 	return !strings.ContainsAny(s, " \t\r\n<>\"") && strings.Contains(s[at+1:], ".")
+}
+
+// CSRFToken is the anti-forgery token of a session: derived from the
+// session's secret, which only the server and the browser's HttpOnly cookie
+// know, so a token cannot be planted or carried to another session, and
+// every login (a new session) gets a new one.
+func CSRFToken(sessionSecret string) string {
+	m := hmac.New(sha256.New, []byte(sessionSecret))
+	m.Write([]byte("flightdeck csrf token"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// WellFormedSecret reports whether s looks like a secret from NewSecret
+// without a prefix: 32 random bytes, base64url.
+func WellFormedSecret(s string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil && len(b) == 32
 }

@@ -6,6 +6,8 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +28,19 @@ const (
 	PollIntervalDefault   = 500 * time.Millisecond
 	MaxBodyBytesDefault   = 1 << 20
 	IdempotencyTTLDefault = 24 * time.Hour
+)
+
+// Fail-safe defaults: how long a request waits on the database before it
+// answers 503, how long a client may take to send a request, how often open
+// sockets look their credentials up again, and the failed-login throttle.
+const (
+	RequestTimeoutDefault        = 1500 * time.Millisecond
+	ReadTimeoutDefault           = 30 * time.Second
+	WSAuthCheckDefault           = 2 * time.Second
+	LoginAccountFailuresDefault  = 5
+	LoginAddressFailuresDefault  = 20
+	LoginFailureWindowDefault    = 5 * time.Minute
+	secretMinLenForImplicitNames = 8
 )
 
 // Live dashboard defaults (see Config.DashboardCoalesce).
@@ -58,6 +73,33 @@ type Config struct {
 	OpenAIBaseURL  string        // OPENAI_BASE_URL
 	OpenAIAPIKey   string        // OPENAI_API_KEY (sent as "dummy" when unset)
 	OpenAIModel    string        // OPENAI_MODEL
+	// RequestTimeout bounds how long a request (its database work) may take
+	// before it answers 503 unavailable: a refused or unresponsive database
+	// never hangs a client (FLIGHTDECK_REQUEST_TIMEOUT, default 1.5s).
+	// Streams (SSE, sockets, artifact downloads) are bounded only until
+	// their first byte.
+	RequestTimeout time.Duration
+	// ReadTimeout bounds how long a client may take to send a whole request,
+	// body included (FLIGHTDECK_READ_TIMEOUT, default 30s); a slow-body
+	// client is cut off instead of holding a connection.
+	ReadTimeout time.Duration
+	// WSAuthCheck is how often open sockets look their token or session up
+	// again, so a revoked token or ended session closes them (code 1008)
+	// (FLIGHTDECK_WS_AUTH_CHECK, default 2s).
+	WSAuthCheck time.Duration
+	// Failed password logins are throttled per account and per client
+	// address: LoginAccountFailures (FLIGHTDECK_LOGIN_ACCOUNT_FAILURES,
+	// default 5) and LoginAddressFailures (FLIGHTDECK_LOGIN_ADDRESS_FAILURES,
+	// default 20) failures at once, then as many again per
+	// LoginFailureWindow (FLIGHTDECK_LOGIN_FAILURE_WINDOW, default 5m).
+	LoginAccountFailures int
+	LoginAddressFailures int
+	LoginFailureWindow   time.Duration
+	// DBDurabilityOff starts the embedded cluster with fsync, synchronous
+	// commit and full-page writes off (FLIGHTDECK_DB_DURABILITY=off). Only
+	// the test suite's own cluster does this (Taskfile test tasks); a
+	// durable cluster that already runs is never switched.
+	DBDurabilityOff bool
 	// DashboardCoalesce is how long the live dashboard gathers task changes
 	// before it re-renders (FLIGHTDECK_DASHBOARD_COALESCE, default 500ms);
 	// DashboardRefresh how often it re-renders anyway, for ages, heartbeats
@@ -170,6 +212,19 @@ func Load(getenv func(string) string) (Config, error) {
 		OpenAIModel:    getenv("OPENAI_MODEL"),
 		SecretEnv:      splitList(getenv("FLIGHTDECK_SECRET_ENV")),
 	}
+	c.RequestTimeout = dur("FLIGHTDECK_REQUEST_TIMEOUT", RequestTimeoutDefault)
+	c.ReadTimeout = dur("FLIGHTDECK_READ_TIMEOUT", ReadTimeoutDefault)
+	c.WSAuthCheck = dur("FLIGHTDECK_WS_AUTH_CHECK", WSAuthCheckDefault)
+	c.LoginAccountFailures = num("FLIGHTDECK_LOGIN_ACCOUNT_FAILURES", LoginAccountFailuresDefault)
+	c.LoginAddressFailures = num("FLIGHTDECK_LOGIN_ADDRESS_FAILURES", LoginAddressFailuresDefault)
+	c.LoginFailureWindow = dur("FLIGHTDECK_LOGIN_FAILURE_WINDOW", LoginFailureWindowDefault)
+	switch v := getenv("FLIGHTDECK_DB_DURABILITY"); v {
+	case "", "on":
+	case "off":
+		c.DBDurabilityOff = true
+	default:
+		errs = append(errs, fmt.Sprintf("FLIGHTDECK_DB_DURABILITY: want on or off, got %q", v))
+	}
 	c.DashboardCoalesce = dur("FLIGHTDECK_DASHBOARD_COALESCE", DashboardCoalesceDefault)
 	c.DashboardRefresh = dur("FLIGHTDECK_DASHBOARD_REFRESH", DashboardRefreshDefault)
 	c.ArtifactMaxBytes = int64(num("FLIGHTDECK_ARTIFACT_MAX_BYTES", 64<<20))
@@ -200,6 +255,14 @@ func Load(getenv func(string) string) (Config, error) {
 			c.secretValues = append(c.secretValues, v)
 		}
 	}
+	// flightdeck's own secrets are redacted too; a value too short to be a
+	// real secret would only blot out ordinary output.
+	for _, name := range ownSecretEnv {
+		if v := getenv(name); len(v) >= secretMinLenForImplicitNames {
+			c.secretValues = append(c.secretValues, v)
+		}
+	}
+	c.secretValues = c.WithSecrets(DatabasePassword(c.DatabaseURL)).secretValues
 	if len(errs) > 0 {
 		return c, fmt.Errorf("invalid configuration: %s", strings.Join(errs, "; "))
 	}
@@ -252,9 +315,37 @@ func splitList(s string) []string {
 	return out
 }
 
-// SecretValues are the values of the FLIGHTDECK_SECRET_ENV variables, to
-// redact wherever output leaves the worker.
+// ownSecretEnv are flightdeck's own secret variables besides DATABASE_URL
+// (whose password is taken apart): never handed to exec steps, and their
+// values redacted wherever output leaves the worker.
+var ownSecretEnv = []string{"DATABASE_URL", "OPENAI_API_KEY", "FLIGHTDECK_DEV_PASSWORD", "FLIGHTDECK_TOKEN", "FLIGHTDECK_OIDC_CLIENT_SECRET"}
+
+// SecretValues are the values of the FLIGHTDECK_SECRET_ENV variables and of
+// flightdeck's own secrets, to redact wherever output leaves the worker.
 func (c Config) SecretValues() []string { return c.secretValues }
+
+// WithSecrets returns c with more values to redact (e.g. the embedded
+// database's generated password); empty or short ones are skipped.
+func (c Config) WithSecrets(values ...string) Config {
+	out := slices.Clone(c.secretValues)
+	for _, v := range values {
+		if len(v) >= secretMinLenForImplicitNames && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	c.secretValues = out
+	return c
+}
+
+// DatabasePassword returns the password in a postgres:// URL, or "".
+func DatabasePassword(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	pw, _ := u.User.Password()
+	return pw
+}
 
 // AgentsEnabled: agent tasks need an OpenAI-compatible server.
 func (c Config) AgentsEnabled() bool { return c.OpenAIBaseURL != "" || c.OpenAIAPIKey != "" }
