@@ -36,7 +36,8 @@ func (h *Handler) apiArtifactGet(c echo.Context) error {
 	if c.Request().Method == http.MethodHead {
 		return nil
 	}
-	return h.store.ArtifactChunks(ctx, m.ID, func(b []byte) error {
+	// The download lasts as long as the client takes, not RequestTimeout.
+	return h.store.ArtifactChunks(streamContext(c), m.ID, func(b []byte) error {
 		_, err := c.Response().Write(b)
 		return err
 	})

@@ -77,7 +77,9 @@ func toAPIError(err error) *APIError {
 		return errNotFound
 	case errors.Is(err, store.ErrConflict):
 		return &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the request conflicts with the current state"}
-	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case store.Transient(err), errors.Is(err, context.DeadlineExceeded):
+		// A database fault (unreachable, restarting, connection lost) or
+		// one that outlasted RequestTimeout: try again shortly.
 		return errUnavailable
 	}
 	return &APIError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}

@@ -48,6 +48,9 @@ type Handler struct {
 
 	webhookGuard *webhook.Guard
 	crossOrigin  *http.CrossOriginProtection
+	// Failed password logins, per account and per client address.
+	loginAccount *ratelimit.Limiter
+	loginAddress *ratelimit.Limiter
 	sockets      socketAuth
 }
 
@@ -80,6 +83,9 @@ func newHandler(d Deps) *Handler {
 		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
 	}
 	h.sockets.h = h
+	window := cmp.Or(d.Config.LoginFailureWindow, config.LoginFailureWindowDefault)
+	h.loginAccount = ratelimit.NewPerWindow(cmp.Or(d.Config.LoginAccountFailures, config.LoginAccountFailuresDefault), window)
+	h.loginAddress = ratelimit.NewPerWindow(cmp.Or(d.Config.LoginAddressFailures, config.LoginAddressFailuresDefault), window)
 	h.crossOrigin = http.NewCrossOriginProtection()
 	for _, o := range d.Config.AllowedOrigins {
 		if err := h.crossOrigin.AddTrustedOrigin(o); err != nil {

@@ -2,7 +2,11 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -17,6 +21,17 @@ func (h *Handler) loginSubmit(c echo.Context) error {
 	password := c.FormValue("password")
 	next := safeNext(c.FormValue("next"))
 
+	addr := clientAddress(c)
+	if wait, throttled := h.loginThrottled(email, addr); throttled {
+		secs := max(1, int(wait.Seconds()+0.999))
+		requestLogger(c, h.logger).Warn("Login throttled", "email", email, "address", addr)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		return h.render(c, http.StatusTooManyRequests, "Sign in", "", pages.Login(pages.LoginProps{
+			Email: email, CSRFToken: csrfToken(c), Next: next,
+			Error: fmt.Sprintf("Too many failed sign-ins. Try again in %s.", retryText(secs)),
+		}))
+	}
+
 	u, hash, err := h.store.UserGetByEmail(ctx, email)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -25,7 +40,9 @@ func (h *Handler) loginSubmit(c echo.Context) error {
 		auth.DummyCheck(password) // same timing as a wrong password
 	}
 	if u == nil || !auth.CheckPassword(hash, password) {
-		requestLogger(c, h.logger).Warn("Login failed", "email", email)
+		h.loginAccount.Allow(email)
+		h.loginAddress.Allow(addr)
+		requestLogger(c, h.logger).Warn("Login failed", "email", email, "address", addr)
 		return h.render(c, http.StatusUnauthorized, "Sign in", "", pages.Login(pages.LoginProps{
 			Email: email, Error: "Wrong email or password.", CSRFToken: csrfToken(c), Next: next,
 		}))
@@ -47,4 +64,35 @@ func (h *Handler) startSession(c echo.Context, userID string) error {
 	// From here forms carry the new session's token; the anonymous one is done.
 	clearCookie(c, csrfCookie)
 	return nil
+}
+
+// loginThrottled: too many failed logins for this account or from this
+// address (contract section 8), and how long until the next try. Only
+// failures spend the allowance, so a person who types the right password
+// is never held up by their own successes.
+func (h *Handler) loginThrottled(email, addr string) (time.Duration, bool) {
+	okAccount, waitAccount := h.loginAccount.Peek(email)
+	okAddress, waitAddress := h.loginAddress.Peek(addr)
+	return max(waitAccount, waitAddress), !okAccount || !okAddress
+}
+
+// clientAddress keys per-address limits: the connection's peer (never a
+// client-supplied X-Forwarded-For), an IPv6 client by its /64, which one
+// host usually owns whole.
+func clientAddress(c echo.Context) string {
+	ip := net.ParseIP(c.RealIP())
+	if ip == nil {
+		return c.RealIP()
+	}
+	if ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return ip.String()
+}
+
+func retryText(secs int) string {
+	if secs < 90 {
+		return fmt.Sprintf("%d seconds", secs)
+	}
+	return fmt.Sprintf("%d minutes", (secs+59)/60)
 }

@@ -16,12 +16,17 @@ func New(d Deps) *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = h.errorHandler
+	// Client addresses (login throttle) are the connection's peer: a
+	// client-supplied X-Forwarded-For is not trusted.
+	e.IPExtractor = echo.ExtractIPDirect()
 
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: newRequestID}))
 	e.Use(h.observe) // request logger + metrics
 	e.Use(h.recoverPanic)
 	// Local routes (<app>.<env>.localhost) go to their instance before any auth.
 	e.Use(h.localProxy(newLocalRouteCache()))
+	// flightdeck's own answers (not the deployed apps' above).
+	e.Use(securityHeaders)
 
 	// Probes and metrics: no auth, no team data.
 	e.GET("/healthz", h.healthz)
@@ -30,8 +35,9 @@ func New(d Deps) *echo.Echo {
 	e.GET("/static/*", echo.WrapHandler(static.Handler()))
 	e.GET("/local/ca.crl", h.localCACRL)
 
-	// Browser pages: session cookie + CSRF.
-	pages := e.Group("", middleware.BodyLimit("1M"), h.authenticate, h.csrf)
+	// Browser pages: session cookie + CSRF; a request waits on the database
+	// at most RequestTimeout, then answers 503.
+	pages := e.Group("", middleware.BodyLimit("1M"), h.deadline, h.authenticate, h.csrf)
 	pages.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/tasks") })
 	pages.GET("/login", h.loginShow)
 	pages.POST("/login", h.loginSubmit, h.csrfLogin)
@@ -58,7 +64,7 @@ func New(d Deps) *echo.Echo {
 	app.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.webhookRedeliver)
 
 	// JSON API: bearer token or session cookie (+ CSRF header), per-user rate limit.
-	api := e.Group("/api/v1", middleware.BodyLimit("1M"), h.authenticate, h.requireAPIUser, h.csrf, h.rateLimit)
+	api := e.Group("/api/v1", middleware.BodyLimit("1M"), h.deadline, h.authenticate, h.requireAPIUser, h.csrf, h.rateLimit)
 	api.GET("/me", h.apiMe)
 	api.POST("/tasks", h.apiTaskCreate)
 	api.GET("/tasks", h.apiTaskList)

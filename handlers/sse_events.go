@@ -35,6 +35,9 @@ func (h *Handler) sseEvents(c echo.Context, after int) error {
 		// there ends at once, and 204 tells EventSource not to reconnect.
 		return c.NoContent(http.StatusNoContent)
 	}
+	// The first read was bounded by the request's deadline; the stream
+	// itself lasts as long as the client stays.
+	ctx = streamContext(c)
 	w := c.Response()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,6 +47,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 
+	// The embedded database's generated password is a secret like
+	// DATABASE_URL's: redacted wherever output leaves a worker.
+	if cfg.DatabaseURL, err = databaseURL(ctx, env, cfg); err != nil {
+		return err
+	}
+	cfg = cfg.WithSecrets(config.DatabasePassword(cfg.DatabaseURL))
 	st, err := openStore(ctx, env, cfg, int32(max(10, cfg.Workers+8)))
 	if err != nil {
 		return err
@@ -119,8 +126,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	// long-lived streams (SSE, WebSocket) end instead of holding Shutdown.
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return reqCtx }}
+	srv := newHTTPServer(cfg, e, reqCtx)
 	srv.RegisterOnShutdown(cancelRequests)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -194,4 +200,15 @@ func seedDemo(ctx context.Context, env *cliEnv, cfg config.Config, st *store.Sto
 	}
 	fmt.Fprintf(env.stdout, "  Log in as admin: %s/login/link/%s (one use, 1 hour)\n", cfg.PublicURL(), secret)
 	return nil
+}
+
+// newHTTPServer is the server of the UI, API and sockets: request contexts
+// derive from base. ReadTimeout bounds how long a client may take to send
+// its whole request, body included, so a slow-body client cannot hold a
+// connection; streams are not cut by it (the server clears the read
+// deadline once a request is read, and a hijacked socket has none).
+func newHTTPServer(cfg config.Config, h http.Handler, base context.Context) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ReadTimeout: cmp.Or(cfg.ReadTimeout, config.ReadTimeoutDefault),
+		BaseContext: func(net.Listener) context.Context { return base }}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"flightdeck/internal/config"
 	"flightdeck/store"
 	"flightdeck/workflow/action/local"
 )
@@ -22,7 +23,7 @@ func serveLocalTLS(addr string, st *store.Store, handler http.Handler, logger *s
 		return "", nil, fmt.Errorf("error listening on %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: handler, TLSConfig: local.NewCertSource(st).TLSConfig(),
-		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: config.ReadTimeoutDefault, IdleTimeout: 2 * time.Minute}
 	go func() {
 		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("Local TLS listener stopped", "error", err)

@@ -58,3 +58,40 @@ func TestLoadInvalid(t *testing.T) {
 	c.Role = "both"
 	require.Error(t, c.Validate())
 }
+
+// TestSecretValues: the values redacted from outputs are those of
+// FLIGHTDECK_SECRET_ENV's variables and flightdeck's own secrets (the
+// database password taken out of its URL), never trivially short ones.
+func TestSecretValues(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{
+		"FLIGHTDECK_SECRET_ENV": "VAULT_TOKEN,EMPTY", "VAULT_TOKEN": "vault-token-value",
+		"DATABASE_URL":   "postgres://app:db%2Fpassword-1@db.internal:5432/flightdeck",
+		"OPENAI_API_KEY": "sk-openai-key", "FLIGHTDECK_DEV_PASSWORD": "dev-password", "FLIGHTDECK_TOKEN": "x",
+	}))
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"vault-token-value", "postgres://app:db%2Fpassword-1@db.internal:5432/flightdeck",
+		"sk-openai-key", "dev-password", "db/password-1"}, c.SecretValues())
+	c = c.WithSecrets("generated-password", "short", "")
+	require.Contains(t, c.SecretValues(), "generated-password")
+	require.NotContains(t, c.SecretValues(), "short")
+}
+
+func TestLoadFailSafeSettings(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, RequestTimeoutDefault, c.RequestTimeout)
+	require.Equal(t, ReadTimeoutDefault, c.ReadTimeout)
+	require.Equal(t, WSAuthCheckDefault, c.WSAuthCheck)
+	require.False(t, c.DBDurabilityOff, "durable by default")
+	c, err = Load(env(map[string]string{"FLIGHTDECK_REQUEST_TIMEOUT": "5s", "FLIGHTDECK_DB_DURABILITY": "off",
+		"FLIGHTDECK_LOGIN_ACCOUNT_FAILURES": "3", "FLIGHTDECK_LOGIN_FAILURE_WINDOW": "1m"}))
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Second, c.RequestTimeout)
+	require.True(t, c.DBDurabilityOff)
+	require.Equal(t, 3, c.LoginAccountFailures)
+	require.Equal(t, time.Minute, c.LoginFailureWindow)
+	_, err = Load(env(map[string]string{"FLIGHTDECK_DB_DURABILITY": "maybe"}))
+	require.ErrorContains(t, err, "FLIGHTDECK_DB_DURABILITY")
+}

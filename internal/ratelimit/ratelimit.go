@@ -29,9 +29,27 @@ func New(rate float64) *Limiter {
 	return &Limiter{Rate: rate, Burst: max(1, 2*rate), buckets: map[string]*bucket{}}
 }
 
+// NewPerWindow returns a limiter that allows n events at once and then n
+// more per window (failed logins: 5, then 5 more per 5 minutes).
+func NewPerWindow(n int, window time.Duration) *Limiter {
+	n = max(1, n)
+	return &Limiter{Rate: float64(n) / window.Seconds(), Burst: float64(n), buckets: map[string]*bucket{}}
+}
+
 // Allow takes one token for key and reports whether it was available, and
 // if not, how long until one is.
 func (l *Limiter) Allow(key string) (bool, time.Duration) {
+	return l.take(key, true)
+}
+
+// Peek reports whether Allow would succeed for key, and if not, how long
+// until it would, without taking a token: a login checks its throttle
+// first and spends a token only when it fails.
+func (l *Limiter) Peek(key string) (bool, time.Duration) {
+	return l.take(key, false)
+}
+
+func (l *Limiter) take(key string, spend bool) (bool, time.Duration) {
 	now := time.Now()
 	if l.Now != nil {
 		now = l.Now()
@@ -42,8 +60,10 @@ func (l *Limiter) Allow(key string) (bool, time.Duration) {
 		l.buckets = map[string]*bucket{}
 	}
 	if now.Sub(l.sweep) > time.Minute {
+		// Only a bucket that has refilled is dropped: it is the same as a
+		// new one, so a throttled key stays throttled however long it idles.
 		for k, b := range l.buckets {
-			if now.Sub(b.last) > time.Minute {
+			if b.tokens+now.Sub(b.last).Seconds()*l.Rate >= l.Burst {
 				delete(l.buckets, k)
 			}
 		}
@@ -52,12 +72,16 @@ func (l *Limiter) Allow(key string) (bool, time.Duration) {
 	b, ok := l.buckets[key]
 	if !ok {
 		b = &bucket{tokens: l.Burst, last: now}
-		l.buckets[key] = b
+		if spend {
+			l.buckets[key] = b
+		}
 	}
 	b.tokens = min(l.Burst, b.tokens+now.Sub(b.last).Seconds()*l.Rate)
 	b.last = now
 	if b.tokens >= 1 {
-		b.tokens--
+		if spend {
+			b.tokens--
+		}
 		return true, 0
 	}
 	return false, time.Duration((1 - b.tokens) / l.Rate * float64(time.Second))

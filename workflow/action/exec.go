@@ -20,7 +20,8 @@ import (
 // Exec runs a command: argv only, never through a shell, in its own process
 // group so a timeout or cancel kills everything it started.
 type Exec struct {
-	// BaseEnv is the environment the command inherits (default os.Environ).
+	// BaseEnv is the server's environment (default os.Environ); the command
+	// inherits it less flightdeck's own secrets (stepEnv).
 	BaseEnv func() []string
 	// KillGrace is how long the group gets between SIGTERM and SIGKILL
 	// (default 2s).
@@ -68,7 +69,7 @@ func (e Exec) Run(ctx context.Context, in Input) (json.RawMessage, error) {
 	if e.BaseEnv != nil {
 		baseEnv = e.BaseEnv
 	}
-	env := append(baseEnv(),
+	env := append(stepEnv(baseEnv()),
 		"FLIGHTDECK_TASK_ID="+in.TaskID,
 		"FLIGHTDECK_STEP="+in.Step,
 		fmt.Sprintf("FLIGHTDECK_STEP_INDEX=%d", in.StepIndex),
@@ -127,6 +128,34 @@ func (e Exec) Run(ctx context.Context, in Input) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%v; last output: %s", waitErr, tail.String())
 	}
 	return out, nil
+}
+
+// stepEnv is the server's environment less flightdeck's own secrets
+// (contract section 6): DATABASE_URL, OPENAI_API_KEY, every FLIGHTDECK_*
+// variable (the step's own FLIGHTDECK_* variables are added afresh) and
+// every variable FLIGHTDECK_SECRET_ENV names. A step and whatever it starts
+// (a deploy script, a deployed app) never get the keys to flightdeck's
+// database or model account.
+func stepEnv(server []string) []string {
+	secret := map[string]bool{"DATABASE_URL": true, "OPENAI_API_KEY": true}
+	for _, kv := range server {
+		if names, ok := strings.CutPrefix(kv, "FLIGHTDECK_SECRET_ENV="); ok {
+			for _, n := range strings.Split(names, ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					secret[n] = true
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(server))
+	for _, kv := range server {
+		name, _, _ := strings.Cut(kv, "=")
+		if secret[name] || strings.HasPrefix(name, "FLIGHTDECK_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // killGroup sends SIGTERM to the process group, then SIGKILL after grace if

@@ -55,6 +55,45 @@ func TestExecEnvAndOutput(t *testing.T) {
 	require.Contains(t, sink.lines[0], "comp=1")
 }
 
+// TestExecKeepsFlightdecksSecrets: a step gets the server's environment
+// less flightdeck's own secrets (contract section 6), and the contract's
+// FLIGHTDECK_* variables are the step's, not inherited ones.
+func TestExecKeepsFlightdecksSecrets(t *testing.T) {
+	t.Parallel()
+	in, _, out := input(t, map[string]any{"command": []any{"env"}, "env": map[string]any{"TARGET": "staging"}})
+	server := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=/home/deploy", "LANG=C.UTF-8",
+		"DATABASE_URL=postgres://postgres:db-password@127.0.0.1:5432/flightdeck",
+		"OPENAI_API_KEY=sk-openai-key", "OPENAI_BASE_URL=http://127.0.0.1:11434/v1",
+		"FLIGHTDECK_DEV_PASSWORD=dev-password", "FLIGHTDECK_TOKEN=fd_cli-token", "FLIGHTDECK_ANYTHING=x",
+		"FLIGHTDECK_SECRET_ENV=VAULT_TOKEN, AWS_SECRET_ACCESS_KEY", "VAULT_TOKEN=vault-token", "AWS_SECRET_ACCESS_KEY=aws-key",
+		"FLIGHTDECK_TASK_ID=spoofed", "FLIGHTDECK_COMPENSATING=1",
+	}
+	_, err := Exec{BaseEnv: func() []string { return server }}.Run(t.Context(), in)
+	require.NoError(t, err)
+	env := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		env[k] = v
+	}
+	for _, secret := range []string{"db-password", "sk-openai-key", "dev-password", "fd_cli-token", "vault-token", "aws-key", "spoofed"} {
+		require.NotContains(t, out.String(), secret)
+	}
+	for _, name := range []string{"DATABASE_URL", "OPENAI_API_KEY", "FLIGHTDECK_DEV_PASSWORD", "FLIGHTDECK_TOKEN", "FLIGHTDECK_ANYTHING",
+		"FLIGHTDECK_SECRET_ENV", "VAULT_TOKEN", "AWS_SECRET_ACCESS_KEY", "FLIGHTDECK_COMPENSATING"} {
+		require.NotContains(t, env, name)
+	}
+	require.Equal(t, "/home/deploy", env["HOME"])
+	require.Equal(t, "http://127.0.0.1:11434/v1", env["OPENAI_BASE_URL"], "not a secret")
+	require.Equal(t, "t1", env["FLIGHTDECK_TASK_ID"])
+	require.Equal(t, "smoke", env["FLIGHTDECK_STEP"])
+	require.Equal(t, "2", env["FLIGHTDECK_STEP_INDEX"])
+	require.Equal(t, "1", env["FLIGHTDECK_ATTEMPT"])
+	require.Equal(t, "key-1", env["FLIGHTDECK_IDEMPOTENCY_KEY"])
+	require.Equal(t, "shop", env["FLIGHTDECK_PARAM_APP"])
+	require.Equal(t, "staging", env["TARGET"])
+}
+
 func TestExecPathLookupAndFailure(t *testing.T) {
 	t.Parallel()
 	in, sink, _ := input(t, map[string]any{"command": []any{"echo", "hello $HOME"}})

@@ -1,0 +1,68 @@
+package handlers_test
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLoginThrottle: failed password logins are throttled per account and
+// per client address (429 with Retry-After); while throttled even the right
+// password is refused, successes cost nothing, and X-Forwarded-For does not
+// make a new address.
+func TestLoginThrottle(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, func(c *configT) {
+		c.LoginAccountFailures, c.LoginAddressFailures, c.LoginFailureWindow = 3, 5, time.Hour
+	})
+	attempt := func(email, password string, header map[string]string) (*http.Response, string) {
+		c := b.browser(t)
+		tok := b.csrfFrom(t, c, "/login")
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL+"/login",
+			strings.NewReader(url.Values{"email": {email}, "password": {password}, "_csrf": {tok}}.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		res, err := c.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		doc, err := goquery.NewDocumentFromReader(res.Body)
+		require.NoError(t, err)
+		return res, doc.Find(`[data-testid="login-error"]`).Text()
+	}
+
+	for range 5 {
+		res, _ := attempt("bob@rival.test", testPassword, nil)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode, "successful logins are not counted")
+	}
+	for range 3 {
+		res, _ := attempt("alice@acme.test", "wrong-password", nil)
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	}
+	res, msg := attempt("alice@acme.test", testPassword, nil)
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "the account is throttled, right password or not")
+	retry, err := strconv.Atoi(res.Header.Get("Retry-After"))
+	require.NoError(t, err)
+	require.Positive(t, retry)
+	require.Contains(t, msg, "Too many failed sign-ins")
+	res, _ = attempt("ALICE@acme.test ", testPassword, nil)
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "the account, however it is spelled")
+
+	res, _ = attempt("bob@rival.test", testPassword, nil)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, "another account from the same address still signs in")
+	for range 2 {
+		res, _ = attempt("nobody@acme.test", "wrong-password", map[string]string{"X-Forwarded-For": "203.0.113.9"})
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	}
+	res, _ = attempt("bob@rival.test", testPassword, map[string]string{"X-Forwarded-For": "198.51.100.7"})
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "five failures from this address (a forwarded-for header does not change it)")
+	require.NotEmpty(t, res.Header.Get("Retry-After"))
+}
