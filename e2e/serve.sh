@@ -1,10 +1,17 @@
 #!/bin/sh
 # Starts flightdeck for the Playwright run: a fresh database on the embedded
-# PostgreSQL (or on E2E_DATABASE_SERVER_URL), demo data with a known password.
+# PostgreSQL, demo data with a known password.
 set -eu
 BIN="${FLIGHTDECK_BIN:-../bin/flightdeck}"
-export FLIGHTDECK_DATA_DIR="${FLIGHTDECK_DATA_DIR:-../.data}"
-DATABASE_URL="$("$BIN" db url --fresh "${E2E_DB_NAME:-flightdeck_e2e}")"
+# By default the test suite's own cluster (as go tool task test:go), the one
+# cluster that runs without fsync; a folder given is used as it is.
+durability=on
+if [ -z "${FLIGHTDECK_DATA_DIR:-}" ]; then
+  FLIGHTDECK_DATA_DIR=../.data/test
+  durability=off
+fi
+export FLIGHTDECK_DATA_DIR
+DATABASE_URL="$(FLIGHTDECK_DB_DURABILITY="$durability" "$BIN" db url --fresh "${E2E_DB_NAME:-flightdeck_e2e}")"
 export DATABASE_URL
 export FLIGHTDECK_DEV=1
 # Demo apps deployed by the tests stop with the server instead of outliving it.

@@ -17,7 +17,7 @@ func databaseURL(ctx context.Context, env *cliEnv, cfg config.Config) (string, e
 	if cfg.DatabaseURL != "" {
 		return cfg.DatabaseURL, nil
 	}
-	url, err := pgcluster.Ensure(ctx, pgcluster.Options{Dir: cfg.DataDir, Logger: env.logger})
+	url, err := pgcluster.Ensure(ctx, pgcluster.Options{Dir: cfg.DataDir, Logger: env.logger, DurabilityOff: cfg.DBDurabilityOff})
 	if err != nil {
 		return "", fmt.Errorf("error starting the embedded PostgreSQL (set DATABASE_URL to use another server): %w", err)
 	}

@@ -1,21 +1,29 @@
 // Package pgcluster runs flightdeck's embedded default PostgreSQL: a private
 // cluster under a data folder (default .data/pg), started from the system's
 // PostgreSQL binaries, which are installed with apt when missing and the
-// process runs as root. It is a development and test convenience: a set
-// DATABASE_URL bypasses it entirely.
+// process runs as root. It is a real database: durable (fsync, synchronous
+// commit and full-page writes on; only the test suite's own cluster turns
+// them off, Options.DurabilityOff) and closed to other local users (no trust
+// authentication: a generated password kept in a 0600 file under the data
+// folder). A set DATABASE_URL bypasses it entirely.
 package pgcluster
 
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,11 +39,32 @@ type Options struct {
 	Port     int          // 0: a free port picked on first start and kept in Dir/pg.port
 	Database string       // database to create if missing, default "flightdeck"
 	Logger   *slog.Logger // default: discard
+	// DurabilityOff starts the cluster with fsync, synchronous commit and
+	// full-page writes off: for the test suite's own cluster only, which
+	// trades crash safety for speed. A cluster that already runs durable is
+	// never switched; one that runs without durability is restarted durable
+	// when Ensure is called without this.
+	DurabilityOff bool
 }
 
+// The cluster is closed to other local users: TCP on 127.0.0.1 only, no
+// Unix socket, and every connection must give the superuser's password,
+// generated at creation and kept in Dir/pg.password (0600, owned by whoever
+// runs flightdeck). This is pg_hba.conf.
+const hbaConf = `# flightdeck's embedded cluster: the generated password (scram-sha-256) on
+# every connection; it listens on 127.0.0.1 only and has no Unix socket.
+# TYPE  DATABASE  USER  ADDRESS       METHOD
+local   all       all                 scram-sha-256
+host    all       all   127.0.0.1/32  scram-sha-256
+host    all       all   ::1/128       scram-sha-256
+`
+
 // Ensure makes sure the cluster exists and runs, creates the database if
-// missing, and returns its URL. Concurrent callers (parallel test binaries,
-// a second `serve`) serialise on a file lock; a running cluster is reused.
+// missing, and returns its URL (with the password). Concurrent callers
+// (parallel test binaries, a second `serve`) serialise on a file lock; a
+// running cluster is reused. A cluster made by an older flightdeck (trust
+// authentication, durability off) is upgraded: a password is set,
+// pg_hba.conf rewritten and reloaded, and it is restarted durable.
 func Ensure(ctx context.Context, opts Options) (string, error) {
 	dir, err := filepath.Abs(cmp.Or(opts.Dir, ".data"))
 	if err != nil {
@@ -62,12 +91,21 @@ func Ensure(ctx context.Context, opts Options) (string, error) {
 			port, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
 	}
-	server := func(p int) string { return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p) }
 	dataDir := filepath.Join(dir, "pg")
+	password, err := ensurePassword(filepath.Join(dir, "pg.password"))
+	if err != nil {
+		return "", err
+	}
+	server := func(p int) string {
+		return (&url.URL{Scheme: "postgres", User: url.UserPassword("postgres", password), Host: fmt.Sprintf("127.0.0.1:%d", p),
+			Path: "/postgres", RawQuery: "sslmode=disable"}).String()
+	}
 
-	// Fast path: our cluster already answers.
-	if port != 0 && running(dataDir) && ping(ctx, server(port)) == nil {
-		return createDatabase(ctx, server(port), port, dbName)
+	// Fast path: our cluster already answers, closed and as durable as asked.
+	if port != 0 && running(dataDir) && !trusts(dataDir) && ping(ctx, server(port)) == nil {
+		if ok, err := durableEnough(ctx, server(port), opts.DurabilityOff); err == nil && ok {
+			return createDatabase(ctx, server(port), port, dbName)
+		}
 	}
 
 	bin, err := binaries(ctx, logger)
@@ -76,7 +114,7 @@ func Ensure(ctx context.Context, opts Options) (string, error) {
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); err != nil {
 		logger.Info("Creating the embedded PostgreSQL cluster", "dir", dataDir)
-		if err := initdb(ctx, bin, dataDir); err != nil {
+		if err := initdb(ctx, bin, dir, dataDir, password); err != nil {
 			return "", err
 		}
 	}
@@ -89,15 +127,136 @@ func Ensure(ctx context.Context, opts Options) (string, error) {
 		return "", err
 	}
 	if !running(dataDir) {
-		logger.Info("Starting the embedded PostgreSQL", "port", port)
-		if err := start(ctx, bin, dataDir, port); err != nil {
+		logger.Info("Starting the embedded PostgreSQL", "port", port, "durable", !opts.DurabilityOff)
+		if err := pgctl(ctx, bin, dataDir, port, "start", opts.DurabilityOff); err != nil {
+			return "", err
+		}
+	}
+	if trusts(dataDir) {
+		logger.Info("Closing the embedded PostgreSQL to other local users: setting a password", "file", filepath.Join(dir, "pg.password"))
+		if err := closeTrust(ctx, dataDir, port, password); err != nil {
 			return "", err
 		}
 	}
 	if err := waitReady(ctx, server(port)); err != nil {
 		return "", err
 	}
+	ok, err := durableEnough(ctx, server(port), opts.DurabilityOff)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		logger.Info("Restarting the embedded PostgreSQL durable (fsync, synchronous commit, full-page writes on)")
+		if err := pgctl(ctx, bin, dataDir, port, "restart", false); err != nil {
+			return "", err
+		}
+		if err := waitReady(ctx, server(port)); err != nil {
+			return "", err
+		}
+	}
 	return createDatabase(ctx, server(port), port, dbName)
+}
+
+// ensurePassword reads the superuser's password from file, creating the
+// file (0600) with a new random one when it is missing.
+func ensurePassword(file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err == nil {
+		if pw := strings.TrimSpace(string(b)); pw != "" {
+			return pw, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("error reading the embedded database's password (only the user who created %s may use it, or set DATABASE_URL): %w", filepath.Dir(file), err)
+	}
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	pw := base64.RawURLEncoding.EncodeToString(raw)
+	if err := writeFileAtomic(file, []byte(pw+"\n"), 0o600, false); err != nil {
+		return "", fmt.Errorf("error writing the embedded database's password: %w", err)
+	}
+	return pw, nil
+}
+
+// trusts reports whether pg_hba.conf lets anyone in without a password
+// (a cluster from before passwords).
+func trusts(dataDir string) bool {
+	b, err := os.ReadFile(filepath.Join(dataDir, "pg_hba.conf"))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && !strings.HasPrefix(f[0], "#") && slices.Contains(f, "trust") {
+			return true
+		}
+	}
+	return false
+}
+
+// closeTrust upgrades a trusting cluster: the superuser gets the password
+// (while trust still lets us in), then pg_hba.conf asks for it and the
+// server reloads it.
+func closeTrust(ctx context.Context, dataDir string, port int, password string) error {
+	open := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	if err := waitReady(ctx, open); err != nil {
+		return err
+	}
+	c, err := pgx.Connect(ctx, open)
+	if err != nil {
+		return fmt.Errorf("error connecting to set the password: %w", err)
+	}
+	defer c.Close(context.Background())
+	// ALTER ROLE takes no parameters; the password is base64url, quoted anyway.
+	if _, err := c.Exec(ctx, "ALTER ROLE postgres PASSWORD '"+strings.ReplaceAll(password, "'", "''")+"'"); err != nil {
+		return fmt.Errorf("error setting the password: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(dataDir, "pg_hba.conf"), []byte(hbaConf), 0o600, true); err != nil {
+		return fmt.Errorf("error rewriting pg_hba.conf: %w", err)
+	}
+	if _, err := c.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		return fmt.Errorf("error reloading pg_hba.conf: %w", err)
+	}
+	return nil
+}
+
+// durableEnough: the running server is durable, or need not be.
+func durableEnough(ctx context.Context, server string, durabilityOff bool) (bool, error) {
+	if durabilityOff {
+		return true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close(context.Background())
+	var fsync, syncCommit, fullPages string
+	err = c.QueryRow(ctx, `SELECT current_setting('fsync'), current_setting('synchronous_commit'), current_setting('full_page_writes')`).
+		Scan(&fsync, &syncCommit, &fullPages)
+	if err != nil {
+		return false, err
+	}
+	return fsync == "on" && syncCommit != "off" && fullPages == "on", nil
+}
+
+// writeFileAtomic replaces file with data (mode perm), through a temporary
+// file in the same folder; forPostgres gives it to the postgres user (as
+// root), for files in the data folder.
+func writeFileAtomic(file string, data []byte, perm os.FileMode, forPostgres bool) error {
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, perm); err != nil {
+		return err
+	}
+	if forPostgres {
+		if err := chownFileToPostgres(tmp); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp, file)
 }
 
 // Stop stops the cluster in dir; it is no error when it is not running.
@@ -158,30 +317,47 @@ func version(binDir string) int {
 	return v
 }
 
-func initdb(ctx context.Context, bin, dataDir string) error {
+func initdb(ctx context.Context, bin, dir, dataDir, password string) error {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return err
 	}
 	if err := chownToPostgres(dataDir); err != nil {
 		return err
 	}
-	if err := runAsOwner(ctx, filepath.Join(bin, "initdb"), "-D", dataDir, "--auth=trust", "-U", "postgres", "-E", "UTF8", "--no-sync"); err != nil {
+	// initdb reads the superuser's password from a file the server's user
+	// can read; it is removed at once.
+	pwfile := filepath.Join(dir, "pg.initdb-password")
+	if err := writeFileAtomic(pwfile, []byte(password+"\n"), 0o600, true); err != nil {
+		return err
+	}
+	defer os.Remove(pwfile)
+	if err := runAsOwner(ctx, filepath.Join(bin, "initdb"), "-D", dataDir, "--auth=scram-sha-256", "--pwfile="+pwfile,
+		"-U", "postgres", "-E", "UTF8", "--no-sync"); err != nil {
 		return fmt.Errorf("initdb failed: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(dataDir, "pg_hba.conf"), []byte(hbaConf), 0o600, true); err != nil {
+		return fmt.Errorf("error writing pg_hba.conf: %w", err)
 	}
 	return nil
 }
 
-// start runs the server on 127.0.0.1 only, TCP only (a socket path under a
-// deep folder can exceed the 107-byte limit), with durability off: this is a
-// throwaway development and test cluster, and fsync costs tests minutes.
-func start(ctx context.Context, bin, dataDir string, port int) error {
-	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off "+
-		"-c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=256MB", port)
-	err := runAsOwner(ctx, filepath.Join(bin, "pg_ctl"), "-D", dataDir, "-l", filepath.Join(dataDir, "server.log"),
-		"-o", opts, "-w", "-t", "60", "start")
+// pgctl starts or restarts the server on 127.0.0.1 only, TCP only (a socket
+// path under a deep folder can exceed the 107-byte limit). It is durable
+// unless durabilityOff (the test suite's own cluster, where fsync would
+// cost minutes).
+func pgctl(ctx context.Context, bin, dataDir string, port int, action string, durabilityOff bool) error {
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=400 -c shared_buffers=256MB", port)
+	if durabilityOff {
+		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
+	args := []string{"-D", dataDir, "-l", filepath.Join(dataDir, "server.log"), "-o", opts, "-w", "-t", "60"}
+	if action == "restart" {
+		args = append(args, "-m", "fast")
+	}
+	err := runAsOwner(ctx, filepath.Join(bin, "pg_ctl"), append(args, action)...)
 	if err != nil {
 		log, _ := os.ReadFile(filepath.Join(dataDir, "server.log"))
-		return fmt.Errorf("pg_ctl start failed: %w\n%s", err, tail(string(log), 2000))
+		return fmt.Errorf("pg_ctl %s failed: %w\n%s", action, err, tail(string(log), 2000))
 	}
 	return nil
 }
@@ -242,7 +418,12 @@ func createDatabase(ctx context.Context, server string, port int, name string) (
 			return "", fmt.Errorf("error creating database %s: %w", name, err)
 		}
 	}
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, name), nil
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
 }
 
 // runAsOwner runs a PostgreSQL program; as root it runs as the postgres
@@ -262,6 +443,20 @@ func runAsOwner(ctx context.Context, prog string, args ...string) error {
 		return fmt.Errorf("%s: %w: %s", filepath.Base(prog), err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// chownFileToPostgres gives a file to postgres when we are root.
+func chownFileToPostgres(file string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return fmt.Errorf("no postgres user (is the postgresql package installed?): %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return os.Chown(file, uid, gid)
 }
 
 // chownToPostgres gives the data dir to postgres (as root) and makes sure

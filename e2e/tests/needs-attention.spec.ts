@@ -1,0 +1,29 @@
+import { test, expect } from '@playwright/test';
+import { signIn } from './helpers';
+
+// The live socket re-renders the task header, with the admin's buttons for
+// a task in needs_attention: those forms must carry the page's CSRF token.
+test('an admin retries a failed compensation, then marks the task resolved', async ({ browser }) => {
+  const admin = await signIn(browser, 'admin@demo.local');
+  await admin.goto('/tasks/new?pipeline=stuck-undo');
+  await admin.getByTestId('submit-task').click();
+  await expect(admin).toHaveURL(/\/tasks\/[0-9a-f-]{36}$/);
+  const url = admin.url();
+  const state = admin.locator('#task-state [data-testid="state-badge"]');
+
+  // The buttons arrive over the socket once the undo has failed.
+  await expect(state).toHaveAttribute('data-state', 'needs_attention');
+  await expect(admin.locator('[data-testid="compensation-row"][data-step="prepare"]')).toHaveAttribute('data-state', 'compensation_failed');
+  await admin.screenshot({ path: 'test-results/task-needs-attention.png', fullPage: true });
+  await admin.getByTestId('resolve-retry').click();
+  await expect(admin).toHaveURL(url);
+  await expect(admin.getByTestId('error-page')).toHaveCount(0);
+
+  // The retried undo fails again; this time the admin gives up on it.
+  await expect(state).toHaveAttribute('data-state', 'needs_attention');
+  await admin.getByTestId('resolve-resolve').click();
+  await expect(admin).toHaveURL(url);
+  await expect(admin.getByTestId('error-page')).toHaveCount(0);
+  await expect(state).toHaveAttribute('data-state', 'failed');
+  await expect(admin.getByTestId('task-error')).toContainText('resolved by admin@demo.local');
+});
