@@ -20,8 +20,8 @@ import (
 
 	"flightdeck/internal/auth"
 	"flightdeck/internal/dbtest"
-	"flightdeck/internal/wake"
 	"flightdeck/internal/testfactory"
+	"flightdeck/internal/wake"
 	"flightdeck/store"
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/queue"
