@@ -70,6 +70,10 @@ func setupCatalog(t *testing.T, tune func(*config.Config), catalog *pipeline.Cat
 	cfg, err := config.Load(func(string) string { return "" })
 	require.NoError(t, err)
 	cfg.APIRate = 1000
+	// The request deadline is for database outages (health_test.go tests it
+	// with the default); under -race on a busy machine a login's password
+	// hash alone can take longer than the default.
+	cfg.RequestTimeout = 30 * time.Second
 	if tune != nil {
 		tune(&cfg)
 	}

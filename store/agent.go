@@ -62,17 +62,22 @@ func (s *Store) AgentStateView(ctx context.Context, teamIDs []string, taskID str
 // after every step is what lets a resumed task skip completed tool calls.
 func (s *Store) AgentStateSave(ctx context.Context, taskID, token string, a AgentState, budget int, events []task.Event) error {
 	return s.withTx(ctx, func(tx pgx.Tx) error {
-		return agentStateSave(ctx, tx, taskID, token, a, budget, events, "")
+		return agentStateSave(ctx, tx, taskID, token, a, budget, events, false)
 	})
 }
 
-// agentStateSave is AgentStateSave inside tx; set (optional) is extra
-// assignments for the task row (parking it).
-func agentStateSave(ctx context.Context, tx pgx.Tx, taskID, token string, a AgentState, budget int, events []task.Event, set string) error {
+// agentStateSave is AgentStateSave inside tx; park also parks the task for
+// an answer (awaiting_input, lease given up).
+func agentStateSave(ctx context.Context, tx pgx.Tx, taskID, token string, a AgentState, budget int, events []task.Event, park bool) error {
 	var last int
-	q := `UPDATE tasks SET last_seq = last_seq + $3, progress_step = $4, progress_total = GREATEST(progress_total, $5)` + set +
-		` WHERE id = $1 AND lease_token = $2 RETURNING last_seq`
-	err := tx.QueryRow(ctx, q, taskID, token, len(events), a.Iteration, budget).Scan(&last)
+	err := tx.QueryRow(ctx, `
+		UPDATE tasks SET last_seq = last_seq + $3, progress_step = $4, progress_total = GREATEST(progress_total, $5),
+			state = CASE WHEN $6 THEN 'awaiting_input' ELSE state END,
+			lease_owner = CASE WHEN $6 THEN NULL ELSE lease_owner END,
+			lease_token = CASE WHEN $6 THEN NULL ELSE lease_token END,
+			lease_expires_at = CASE WHEN $6 THEN NULL ELSE lease_expires_at END
+		WHERE id = $1 AND lease_token = $2 RETURNING last_seq`,
+		taskID, token, len(events), a.Iteration, budget, park).Scan(&last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrLeaseLost
 	}
@@ -159,8 +164,7 @@ func (s *Store) AgentQuestionPark(ctx context.Context, taskID, token string, a A
 		ev.Data, _ = json.Marshal(data)
 		stateData, _ := json.Marshal(map[string]any{"state": task.StateAwaitingInput})
 		events := append(prior, ev, task.Event{Type: task.EventTaskState, Status: task.StatusLog, Message: "Waiting for an answer", Data: stateData})
-		return agentStateSave(ctx, tx, taskID, token, a, budget, events,
-			`, state = 'awaiting_input', lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL`)
+		return agentStateSave(ctx, tx, taskID, token, a, budget, events, true)
 	})
 	return out, err
 }
@@ -227,7 +231,7 @@ func (s *Store) AgentQuestionAnswer(ctx context.Context, p AgentQuestionAnswerPa
 		}
 		data, _ := json.Marshal(map[string]any{"question_id": q.ID, "by": p.Actor})
 		stateData, _ := json.Marshal(map[string]any{"state": task.StatePending})
-		if err := appendStateEvents(ctx, tx, p.TaskID, `state = 'pending'`, nil, []task.Event{
+		if err := appendStateEvents(ctx, tx, p.TaskID, stateChange{State: task.StatePending}, []task.Event{
 			{Type: task.EventTaskState, Status: task.StatusLog, Message: p.Actor + " answered the agent's question", Data: data},
 			{Type: task.EventTaskState, Status: task.StatusLog, Message: "Task pending", Data: stateData},
 		}); err != nil {

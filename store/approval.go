@@ -192,8 +192,7 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 			return fmt.Errorf("%w: approval expired", ErrConflict)
 		}
 		decision, taskState, msg := "approved", task.StatePending, fmt.Sprintf("%s approved %s", p.Actor, a.Step)
-		set := `state = 'pending'`
-		args := []any{}
+		change := stateChange{State: task.StatePending}
 		if !p.Approve && a.Kind == "tool_call" {
 			// The agent resumes and tells the model the call was refused.
 			decision, msg = "rejected", fmt.Sprintf("%s rejected %s", p.Actor, a.Step)
@@ -204,8 +203,7 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 				reason += ": " + p.Comment
 			}
 			msg = reason
-			set = `state = 'compensating', cancel_requested_at = now(), error = $2`
-			args = append(args, reason)
+			change = stateChange{State: task.StateCompensating, Cancel: true, Error: &reason}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE approvals SET state = $2, decided_by = $3, decided_at = now(), comment = NULLIF($4, '') WHERE id = $1`,
 			a.ID, decision, p.Actor, p.Comment); err != nil {
@@ -213,7 +211,7 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 		}
 		data, _ := json.Marshal(map[string]any{"approval_id": a.ID, "decision": decision, "by": p.Actor, "comment": p.Comment})
 		stateData, _ := json.Marshal(map[string]any{"state": taskState})
-		if err := appendStateEvents(ctx, tx, p.TaskID, set, args, []task.Event{
+		if err := appendStateEvents(ctx, tx, p.TaskID, change, []task.Event{
 			{Type: task.EventApprovalDecided, Status: task.StatusApproval, Step: a.StepIdx, StepName: a.Step, Message: msg, Data: data},
 			{Type: task.EventTaskState, Status: task.StatusLog, Message: "Task " + string(taskState), Data: stateData},
 		}); err != nil {
@@ -266,7 +264,7 @@ func (s *Store) ApprovalExpire(ctx context.Context) (int, error) {
 			}
 			reason := fmt.Sprintf("approval of %s expired", d.step)
 			data, _ := json.Marshal(map[string]any{"approval_id": d.id, "decision": "expired"})
-			if err := appendStateEvents(ctx, tx, d.taskID, `state = 'compensating', cancel_requested_at = now(), error = $2`, []any{reason}, []task.Event{
+			if err := appendStateEvents(ctx, tx, d.taskID, stateChange{State: task.StateCompensating, Cancel: true, Error: &reason}, []task.Event{
 				{Type: task.EventApprovalDecided, Status: task.StatusApproval, StepName: d.step, Message: reason, Data: data},
 			}); err != nil {
 				return err

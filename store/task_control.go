@@ -45,13 +45,13 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 			return ErrTerminal
 		case (st == task.StatePending || st == task.StateScheduled) && !ranSteps:
 			msg := "Cancelled by " + actor + " before it ran"
-			return appendStateEvents(ctx, tx, id, `state = 'cancelled', finished_at = now(), error = $2, cancel_requested_at = now()`,
-				[]any{msg}, []task.Event{
+			return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Finished: true, Error: &msg, Cancel: true},
+				[]task.Event{
 					{Type: task.EventTaskState, Status: task.StatusLog, Message: msg, Data: data},
 					{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: msg, Data: data},
 				})
 		case st == task.StateRunning:
-			if err := appendStateEvents(ctx, tx, id, `cancel_requested_at = COALESCE(cancel_requested_at, now()), error = COALESCE(error, $2)`, []any{"cancelled by " + actor},
+			if err := appendStateEvents(ctx, tx, id, stateChange{Cancel: true, Error: ptr("cancelled by " + actor), KeepErr: true},
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCancelled, Message: "Cancel requested by " + actor, Data: data}}); err != nil {
 				return err
 			}
@@ -67,7 +67,7 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 			if _, err := tx.Exec(ctx, `UPDATE agent_questions SET state = 'expired' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
 				return interpretError(err)
 			}
-			if err := appendStateEvents(ctx, tx, id, `state = 'compensating', cancel_requested_at = now(), error = COALESCE(error, $2)`, []any{"cancelled by " + actor},
+			if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating, Cancel: true, Error: ptr("cancelled by " + actor), KeepErr: true},
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Cancelled by " + actor + "; undoing completed steps", Data: data}}); err != nil {
 				return err
 			}
@@ -95,7 +95,7 @@ func (s *Store) TaskSetPriority(ctx context.Context, teamIDs []string, id string
 			return ErrTerminal
 		}
 		data, _ := json.Marshal(map[string]string{"priority": p.String(), "by": actor})
-		if err := appendStateEvents(ctx, tx, id, `priority = $2`, []any{int16(p)}, []task.Event{
+		if err := appendStateEvents(ctx, tx, id, stateChange{Priority: p}, []task.Event{
 			{Type: task.EventTaskState, Status: task.StatusLog, Message: fmt.Sprintf("Priority set to %s by %s", p, actor), Data: data},
 		}); err != nil {
 			return err
@@ -110,13 +110,32 @@ func (s *Store) TaskSetPriority(ctx context.Context, teamIDs []string, id string
 	return s.TaskGet(ctx, teamIDs, id)
 }
 
-// appendStateEvents applies set (an UPDATE SET list whose parameters start at
-// $2; $1 is the task id) and appends events with the next seqs, in tx: a
-// state change and its events commit together (invariant 6).
-func appendStateEvents(ctx context.Context, tx pgx.Tx, id, set string, args []any, events []task.Event) error {
+// stateChange is a change of a task's row made by a person or the system
+// (not its worker): zero fields keep what is there.
+type stateChange struct {
+	State    task.State    // "" keeps the state
+	Finished bool          // finished_at = now()
+	Error    *string       // the task's error
+	KeepErr  bool          // with Error: only if the task has none yet
+	Cancel   bool          // cancel_requested_at, if not set yet
+	Priority task.Priority // 0 keeps the priority
+}
+
+// appendStateEvents applies c to task id and appends events with the next
+// seqs, in tx: a state change and its events commit together (invariant 6).
+func appendStateEvents(ctx context.Context, tx pgx.Tx, id string, c stateChange, events []task.Event) error {
 	var last int
-	q := `UPDATE tasks SET ` + set + `, last_seq = last_seq + ` + fmt.Sprint(len(events)) + ` WHERE id = $1 RETURNING last_seq`
-	if err := tx.QueryRow(ctx, q, append([]any{id}, args...)...).Scan(&last); err != nil {
+	err := tx.QueryRow(ctx, `
+		UPDATE tasks SET
+			state = COALESCE(NULLIF($2, ''), state),
+			finished_at = CASE WHEN $3 THEN now() ELSE finished_at END,
+			error = CASE WHEN $4::text IS NULL THEN error WHEN $5 THEN COALESCE(error, $4) ELSE $4 END,
+			cancel_requested_at = CASE WHEN $6 THEN COALESCE(cancel_requested_at, now()) ELSE cancel_requested_at END,
+			priority = COALESCE(NULLIF($7, 0)::smallint, priority),
+			last_seq = last_seq + $8
+		WHERE id = $1 RETURNING last_seq`,
+		id, string(c.State), c.Finished, c.Error, c.KeepErr, c.Cancel, int16(c.Priority), len(events)).Scan(&last)
+	if err != nil {
 		return interpretError(err)
 	}
 	return insertEvents(ctx, tx, id, last-len(events)+1, events)
@@ -162,7 +181,7 @@ func (s *Store) TaskResolve(ctx context.Context, teamIDs []string, id, action, a
 			if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'completed' WHERE task_id = $1 AND state = 'compensation_failed'`, id); err != nil {
 				return interpretError(err)
 			}
-			if err := appendStateEvents(ctx, tx, id, `state = 'compensating'`, nil, []task.Event{
+			if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating}, []task.Event{
 				{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Compensation retried by " + actor, Data: data},
 			}); err != nil {
 				return err
@@ -174,7 +193,7 @@ func (s *Store) TaskResolve(ctx context.Context, teamIDs []string, id, action, a
 		if comment != "" {
 			reason += ": " + comment
 		}
-		return appendStateEvents(ctx, tx, id, `state = 'failed', finished_at = now(), error = $2`, []any{reason}, []task.Event{
+		return appendStateEvents(ctx, tx, id, stateChange{State: task.StateFailed, Finished: true, Error: &reason}, []task.Event{
 			{Type: task.EventTaskFailed, Status: task.StatusError, Message: "Task failed: " + reason, Data: data},
 		})
 	})
@@ -183,3 +202,5 @@ func (s *Store) TaskResolve(ctx context.Context, teamIDs []string, id, action, a
 	}
 	return s.TaskGet(ctx, teamIDs, id)
 }
+
+func ptr[T any](v T) *T { return &v }
