@@ -465,13 +465,7 @@ func chownToPostgres(dataDir string) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return fmt.Errorf("no postgres user (is the postgresql package installed?): %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if err := os.Chown(dataDir, uid, gid); err != nil {
+	if err := chownFileToPostgres(dataDir); err != nil {
 		return err
 	}
 	if err := os.Chmod(dataDir, 0o700); err != nil {
