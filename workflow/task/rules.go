@@ -76,9 +76,3 @@ func joinRoles(roles []string) string {
 	}
 	return out
 }
-
-// Cancellable: a cancel can act on a task in s (a terminal task cannot be
-// cancelled; one already compensating is being undone anyway).
-func (s State) Cancellable() bool {
-	return !s.Terminal() && s != StateCompensating && s != StateNeedsAttention
-}
