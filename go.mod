@@ -12,8 +12,8 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/sashabaranov/go-openai v1.43.0
 	github.com/stretchr/testify v1.12.1
+	go.yaml.in/yaml/v4 v4.0.0
 	golang.org/x/crypto v0.58.0
-	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -16,7 +16,7 @@ import (
 	"text/template/parse"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // LoadError is a pipeline file that does not load, with the place to fix.
@@ -142,17 +142,20 @@ func (l *loader) errf(n *yaml.Node, format string, args ...any) error {
 	return &LoadError{Path: l.path, Line: line, Reason: fmt.Sprintf(format, args...)}
 }
 
-// yamlLine splits yaml.v3's syntax errors, which carry their line only in
-// the text ("yaml: line 3: …"), so they read like every other LoadError.
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-func (l *loader) syntaxErr(err error) error {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &LoadError{Path: l.path, Line: line, Reason: "invalid YAML: " + m[2]}
+// syntaxErr turns the YAML library's typed load error into a LoadError at
+// its line. A problem found at the end of the input (an unclosed list) is
+// reported on the file's last line rather than one past it.
+func (l *loader) syntaxErr(err error, data []byte) error {
+	var le *yaml.LoadError
+	if !errors.As(err, &le) {
+		return &LoadError{Path: l.path, Line: 1, Reason: "invalid YAML: " + err.Error()}
 	}
-	return &LoadError{Path: l.path, Line: 1, Reason: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	last := max(1, bytes.Count(bytes.TrimRight(data, "\n"), []byte("\n"))+1)
+	reason := "invalid YAML: " + le.Message
+	if le.ContextMsg != "" && le.ContextMark.Line > 0 && le.ContextMark.Line != le.Mark.Line {
+		reason += fmt.Sprintf(" (%s from line %d)", le.ContextMsg, le.ContextMark.Line)
+	}
+	return &LoadError{Path: l.path, Line: min(max(1, le.Mark.Line), last), Reason: reason}
 }
 
 func (l *loader) parse(data []byte) (*Pipeline, error) {
@@ -162,7 +165,7 @@ func (l *loader) parse(data []byte) (*Pipeline, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, l.errf(nil, "empty file: a pipeline needs a name and steps")
 		}
-		return nil, l.syntaxErr(err)
+		return nil, l.syntaxErr(err, data)
 	}
 	for {
 		var next yaml.Node
@@ -171,7 +174,7 @@ func (l *loader) parse(data []byte) (*Pipeline, error) {
 			break
 		}
 		if err != nil {
-			return nil, l.syntaxErr(err)
+			return nil, l.syntaxErr(err, data)
 		}
 		// A trailing "---" with nothing after it is harmless.
 		if len(next.Content) > 0 && (next.Content[0].ShortTag() != "!!null" || next.Content[0].Value != "") {

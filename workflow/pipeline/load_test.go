@@ -209,6 +209,7 @@ func TestParseErrors(t *testing.T) {
 		{"OnlyComments", "# nothing\n", 1, "empty file"},
 		{"NotYAML", "name: x\nsteps: [\n", 2, "invalid YAML"},
 		{"TabIndent", "name: x\n\tsteps: []\n", 2, "invalid YAML"},
+		{"UnclosedFlowList", "name: x\nsteps: [1, 2\nfoo: 3\n", 3, "invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence from line 2)"},
 		{"SecondDocument", "name: x\nsteps: [{name: a, action: noop}]\n---\nname: y\n", 3, "a second YAML document"},
 		{"NotAMapping", "- name: x\n", 1, "pipeline: expected a mapping, found a list"},
 		{"SecondDocumentAfterEmpty", "name: x\nsteps: [{name: a, action: noop}]\n---\n---\nname: y\n", 4, "a second YAML document"},
