@@ -1,39 +1,37 @@
-// Package ratelimit is a small per-key token bucket limiter (per user for the
-// API and the WebSocket). Buckets idle for a while are dropped so the map
-// stays bounded by active users.
+// Package ratelimit keys golang.org/x/time/rate's token buckets by user
+// (the API and the WebSocket) or by account and client address (failed
+// logins). Buckets that have refilled are dropped now and then, so the map
+// stays bounded by active keys.
 package ratelimit
 
 import (
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Limiter allows Rate events per second per key with bursts up to Burst.
 type Limiter struct {
-	Rate  float64
-	Burst float64
+	Rate  rate.Limit
+	Burst int
 	Now   func() time.Time // for tests; default time.Now
 
 	mu      sync.Mutex
-	buckets map[string]*bucket
+	buckets map[string]*rate.Limiter
 	sweep   time.Time
 }
 
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
 // New returns a limiter; burst defaults to twice the rate (at least 1).
-func New(rate float64) *Limiter {
-	return &Limiter{Rate: rate, Burst: max(1, 2*rate), buckets: map[string]*bucket{}}
+func New(perSecond float64) *Limiter {
+	return &Limiter{Rate: rate.Limit(perSecond), Burst: max(1, int(2*perSecond))}
 }
 
 // NewPerWindow returns a limiter that allows n events at once and then n
 // more per window (failed logins: 5, then 5 more per 5 minutes).
 func NewPerWindow(n int, window time.Duration) *Limiter {
 	n = max(1, n)
-	return &Limiter{Rate: float64(n) / window.Seconds(), Burst: float64(n), buckets: map[string]*bucket{}}
+	return &Limiter{Rate: rate.Limit(float64(n) / window.Seconds()), Burst: n}
 }
 
 // Allow takes one token for key and reports whether it was available, and
@@ -57,13 +55,13 @@ func (l *Limiter) take(key string, spend bool) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.buckets == nil {
-		l.buckets = map[string]*bucket{}
+		l.buckets = map[string]*rate.Limiter{}
 	}
 	if now.Sub(l.sweep) > time.Minute {
 		// Only a bucket that has refilled is dropped: it is the same as a
 		// new one, so a throttled key stays throttled however long it idles.
 		for k, b := range l.buckets {
-			if b.tokens+now.Sub(b.last).Seconds()*l.Rate >= l.Burst {
+			if b.TokensAt(now) >= float64(l.Burst) {
 				delete(l.buckets, k)
 			}
 		}
@@ -71,18 +69,24 @@ func (l *Limiter) take(key string, spend bool) (bool, time.Duration) {
 	}
 	b, ok := l.buckets[key]
 	if !ok {
-		b = &bucket{tokens: l.Burst, last: now}
+		b = rate.NewLimiter(l.Rate, l.Burst)
 		if spend {
 			l.buckets[key] = b
 		}
 	}
-	b.tokens = min(l.Burst, b.tokens+now.Sub(b.last).Seconds()*l.Rate)
-	b.last = now
-	if b.tokens >= 1 {
-		if spend {
-			b.tokens--
+	if !spend {
+		if tokens := b.TokensAt(now); tokens < 1 {
+			return false, l.wait(tokens)
 		}
 		return true, 0
 	}
-	return false, time.Duration((1 - b.tokens) / l.Rate * float64(time.Second))
+	if b.AllowN(now, 1) {
+		return true, 0
+	}
+	return false, l.wait(b.TokensAt(now))
+}
+
+// wait is how long until a bucket holding tokens has one.
+func (l *Limiter) wait(tokens float64) time.Duration {
+	return time.Duration((1 - tokens) / float64(l.Rate) * float64(time.Second))
 }
