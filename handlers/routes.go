@@ -21,7 +21,8 @@ func New(d Deps) *echo.Echo {
 	e.IPExtractor = echo.ExtractIPDirect()
 
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: newRequestID}))
-	e.Use(h.observe) // request logger + metrics
+	e.Use(traceRequests) // a span per request when tracing is on
+	e.Use(h.observe)     // request logger + metrics
 	e.Use(h.recoverPanic)
 	// Local routes (<app>.<env>.localhost) go to their instance before any auth.
 	e.Use(h.localProxy(newLocalRouteCache()))

@@ -88,6 +88,11 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if *tasks < 1 || *workers < 1 || *rate <= 0 || *steps < 1 || *steps > 100 {
 		return fmt.Errorf("%w: --tasks, --workers and --rate must be positive, --steps between 1 and 100", errUsage)
 	}
+	stopTracing, err := startTracing(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	server, err := databaseURL(ctx, env, cfg)
 	if err != nil {
 		return err

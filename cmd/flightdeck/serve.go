@@ -46,6 +46,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
+	stopTracing, err := startTracing(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 
 	// The embedded database's generated password is a secret like
 	// DATABASE_URL's: redacted wherever output leaves a worker.

@@ -1,0 +1,96 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+func TestConfigured(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{nil, false},
+		{map[string]string{"OTEL_SERVICE_NAME": "x"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, true},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"}, false},
+	} {
+		require.Equal(t, tc.want, Configured(func(k string) string { return tc.env[k] }), "%v", tc.env)
+	}
+}
+
+func TestSetupRefusesUnknownSettings(t *testing.T) {
+	t.Parallel()
+	_, err := Setup(t.Context(), func(k string) string {
+		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "carrier-pigeon"}[k]
+	})
+	require.ErrorContains(t, err, "OTEL_EXPORTER_OTLP_PROTOCOL")
+}
+
+// TestOffCostsNothing runs first and alone (not parallel): before any
+// provider is installed, the hooks allocate nothing and add no header.
+func TestOffCostsNothing(t *testing.T) {
+	require.False(t, Enabled())
+	ctx := context.Background()
+	h := http.Header{}
+	allocs := testing.AllocsPerRun(100, func() {
+		sctx, span := StartStep(ctx, "task", "build", "exec", 0, 1, false)
+		Inject(sctx, h)
+		if Traceparent(sctx) != "" {
+			t.Fatal("a traceparent while off")
+		}
+		End(span, nil)
+		rctx, run := StartRun(ctx, "task", "deploy", "noop", "", 1)
+		EndRun(run, "completed", "")
+		_ = rctx
+	})
+	require.Zero(t, allocs)
+	require.Empty(t, h)
+}
+
+func TestSpansAndTraceparent(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	Use(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)))
+	ctx := context.Background()
+
+	// A submit's request span, its traceparent stored; a run later links to it.
+	hdr := http.Header{"Traceparent": {"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
+	sctx, srv := StartServer(ctx, hdr, "POST", "/api/v1/tasks")
+	submit := Traceparent(sctx)
+	EndServer(srv, 202)
+	require.Regexp(t, `^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$`, submit, "a child of the caller's trace")
+
+	rctx, run := StartRun(ctx, "t1", "deploy", "web", submit, 1)
+	stctx, step := StartStep(rctx, "t1", "build", "exec", 0, 1, false)
+	out := http.Header{}
+	Inject(stctx, out)
+	End(step, errors.New("exit status 1"))
+	EndRun(run, "failed", "step build failed")
+
+	spans := exp.GetSpans()
+	require.Len(t, spans, 3)
+	byName := map[string]tracetest.SpanStub{}
+	for _, s := range spans {
+		byName[s.Name] = s
+	}
+	r, s := byName["task.run deploy"], byName["step build"]
+	require.NotEqual(t, "0af7651916cd43dd8448eb211c80319c", r.SpanContext.TraceID().String(), "a run is a trace of its own")
+	require.Len(t, r.Links, 1)
+	require.Equal(t, Parse(submit).SpanID(), r.Links[0].SpanContext.SpanID(), "linked to the submit")
+	require.Equal(t, r.SpanContext.SpanID(), s.Parent.SpanID())
+	require.Equal(t, "00-"+s.SpanContext.TraceID().String()+"-"+s.SpanContext.SpanID().String()+"-01", out.Get("traceparent"))
+	require.Equal(t, "Error", s.Status.Code.String())
+	require.False(t, Parse("garbage").IsValid())
+	require.Equal(t, trace.SpanKindServer, byName["POST /api/v1/tasks"].SpanKind)
+}
