@@ -60,8 +60,8 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 		case st == task.StateCompensating || st == task.StateNeedsAttention:
 			return ErrConflict // already undoing its steps
 		default: // parked or re-queued after running steps: undo them
-			// A pending approval can no longer be decided.
-			if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'expired' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
+			// A pending approval can no longer be decided: the cancel ended it.
+			if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'cancelled' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
 				return interpretError(err)
 			}
 			if _, err := tx.Exec(ctx, `UPDATE agent_questions SET state = 'expired' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {

@@ -109,7 +109,8 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 			ON CONFLICT (task_id, idx) DO UPDATE SET
 				state = excluded.state, attempt = excluded.attempt, compensation_attempt = excluded.compensation_attempt,
 				output = COALESCE(excluded.output, ts.output), error = excluded.error,
-				started_at = COALESCE(excluded.started_at, ts.started_at),
+				-- the first attempt's start: a step's duration spans its retries
+				started_at = COALESCE(ts.started_at, excluded.started_at),
 				finished_at = COALESCE(excluded.finished_at, ts.finished_at),
 				compensated_at = COALESCE(excluded.compensated_at, ts.compensated_at)
 		)

@@ -43,7 +43,7 @@ test('cancel while waiting undoes the completed step', async ({ browser }) => {
   await expect(state).toHaveAttribute('data-state', 'cancelled');
   await expect(dev.locator('[data-testid="compensation-row"][data-step="prepare"]')).toHaveAttribute('data-state', 'compensated');
   await expect(dev.getByTestId('task-error')).toContainText('cancelled by dev@demo.local');
-  await expect(dev.getByTestId('approval')).toHaveAttribute('data-state', 'expired');
+  await expect(dev.getByTestId('approval')).toHaveAttribute('data-state', 'cancelled');
   await dev.screenshot({ path: 'test-results/task-cancelled.png', fullPage: true });
 });
 

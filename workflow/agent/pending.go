@@ -152,6 +152,8 @@ func (rn *run) mutating(tool *Tool, pc pendingCall, args map[string]any) (*queue
 			return nil, rn.finishCall(pc, "", errors.New(msg), 0)
 		case "expired":
 			return nil, rn.finishCall(pc, "", errors.New("nobody confirmed this call in time; it was not run"), 0)
+		case "cancelled":
+			return nil, rn.finishCall(pc, "", errors.New("the task was cancelled before anyone confirmed this call; it was not run"), 0)
 		}
 	}
 	plan, err := tool.Prepare(rn.ctx, rn.envFor(pc), args)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"flightdeck/store"
@@ -28,6 +29,9 @@ func (rn *run) finishWithCompensation(cancelled bool, reason string) queue.Outco
 			return rn.interruptedOutcome(err)
 		}
 	}
+	if err := rn.skipPending(); err != nil {
+		return rn.interruptedOutcome(err)
+	}
 	rows := rn.compensable()
 	err := rn.compensateRows(rows)
 	switch {
@@ -43,6 +47,27 @@ func (rn *run) finishWithCompensation(cancelled bool, reason string) queue.Outco
 		return queue.Outcome{State: task.StateCancelled, Error: reason, Message: "Task cancelled: " + reason}
 	}
 	return queue.Outcome{State: task.StateFailed, Error: reason}
+}
+
+// skipPending records the steps the saga will never run, now that it
+// undoes instead (contract §2: skipped), so nobody reads a step that never
+// ran as one still to come. The rows ride with the next write.
+func (rn *run) skipPending() error {
+	var idx []int
+	rn.mu.Lock()
+	for i, r := range rn.steps {
+		if r.State == string(task.StepPending) {
+			idx = append(idx, i)
+		}
+	}
+	rn.mu.Unlock()
+	slices.Sort(idx)
+	for _, i := range idx {
+		if err := rn.write(change{Idx: i, State: string(task.StepSkipped)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // compensable lists the steps to undo, last completed first: completed ones,
@@ -117,7 +142,7 @@ func (rn *run) compensateRows(rows []store.StepRow) error {
 			if try <= retries {
 				wait := backoff(rn.r.cfg.RetryBase, try)
 				rn.j.Emit(rn.event(ps, task.EventStepRetrying, task.StatusCompensating, comp.Action,
-					fmt.Sprintf("Undoing %s failed (%s); retrying in %s", ps.Name, err, wait.Round(time.Millisecond)), nil))
+					fmt.Sprintf("Undoing %s failed (%s); retrying in %s", ps.Name, err, wait.Round(time.Millisecond)), retryData(err, wait, try, retries+1)))
 				select {
 				case <-ctx.Done():
 					return errInterrupted

@@ -246,6 +246,60 @@ func TestRetryKeepsTheKey(t *testing.T) {
 	require.Equal(t, rows[0].IdempotencyKey, keys[0])
 }
 
+// TestStepsNeverRunAreSkipped: a saga that turns to undoing records the
+// steps it will never run as skipped (contract §2), not pending.
+func TestStepsNeverRunAreSkipped(t *testing.T) {
+	t.Parallel()
+	p := &pipeline.Pipeline{Name: "four", Steps: []pipeline.Step{step("a"), step("b"), step("c"), step("d")}}
+	b := setup(t, p)
+	b.rec.fail["do:b"] = -1
+	tk := b.submit(t, "four")
+	b.wait(t, tk.ID, task.StateFailed)
+	require.Equal(t, map[string]string{"a": "compensated", "b": "failed", "c": "skipped", "d": "skipped"}, b.steps(t, tk.ID))
+	require.Equal(t, []string{"do:a", "undo:a"}, b.rec.done())
+}
+
+// TestRetriesSayWhatComesNext: a retry's event says which attempt of how
+// many comes when, and the step's started_at is its first attempt's, so
+// its duration spans the retries.
+func TestRetriesSayWhatComesNext(t *testing.T) {
+	t.Parallel()
+	p := &pipeline.Pipeline{Name: "flaky", Steps: []pipeline.Step{{Name: "a", Action: "test.do", Retries: 3}}}
+	b := setup(t, p)
+	b.rec.fail["do:a"] = 2
+	tk := b.submit(t, "flaky")
+	b.wait(t, tk.ID, task.StateCompleted)
+	evs := b.seqsGapFree(t, tk.ID)
+	var retries []map[string]any
+	var firstStart time.Time
+	for _, e := range evs {
+		switch e.Type {
+		case task.EventStepRetrying:
+			var d map[string]any
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			retries = append(retries, d)
+			at, err := time.Parse(time.RFC3339Nano, d["next_attempt_at"].(string))
+			require.NoError(t, err)
+			require.WithinDuration(t, e.Time, at, 5*time.Second)
+		case task.EventStepStarted:
+			if firstStart.IsZero() {
+				firstStart = e.Time
+			}
+		}
+	}
+	require.Len(t, retries, 2)
+	for i, d := range retries {
+		require.EqualValues(t, i+1, d["attempt"])
+		require.EqualValues(t, i+2, d["next_attempt"])
+		require.EqualValues(t, 4, d["max_attempts"])
+	}
+	rows, err := b.st.StepList(t.Context(), tk.ID)
+	require.NoError(t, err)
+	require.Equal(t, 3, rows[0].Attempt)
+	require.NotNil(t, rows[0].StartedAt)
+	require.True(t, rows[0].StartedAt.Equal(firstStart), "started_at %s is the first attempt's start %s", rows[0].StartedAt, firstStart)
+}
+
 func TestCancelDuringAStepCompensates(t *testing.T) {
 	t.Parallel()
 	b := setup(t, threeSteps("three"))
@@ -260,7 +314,7 @@ func TestCancelDuringAStepCompensates(t *testing.T) {
 	require.NoError(t, err)
 	b.wait(t, tk.ID, task.StateCancelled)
 	require.Equal(t, []string{"do:a", "undo:a"}, b.rec.done())
-	require.Equal(t, map[string]string{"a": "compensated", "b": "cancelled", "c": "pending"}, b.steps(t, tk.ID))
+	require.Equal(t, map[string]string{"a": "compensated", "b": "cancelled", "c": "skipped"}, b.steps(t, tk.ID))
 }
 
 func TestFailingCompensationNeedsAttention(t *testing.T) {
@@ -337,6 +391,25 @@ func TestRejectedApprovalCancelsAfterCompensation(t *testing.T) {
 	got := b.wait(t, tk.ID, task.StateCancelled)
 	require.Contains(t, *got.Error, "rejected by boss@acme.test: not on a Friday")
 	require.Equal(t, []string{"do:a", "undo:a"}, b.rec.done())
+}
+
+// TestCancelWhileWaitingCancelsTheApproval: the approval of a task
+// cancelled while it waits reads cancelled (nobody let it expire), and the
+// step it held was never run: skipped.
+func TestCancelWhileWaitingCancelsTheApproval(t *testing.T) {
+	t.Parallel()
+	p := &pipeline.Pipeline{Name: "risky", Steps: []pipeline.Step{step("a"), {Name: "b", Action: "test.do", Approval: &pipeline.Approval{Roles: []string{"approver"}}}}}
+	b := setup(t, p)
+	tk := b.submit(t, "risky")
+	b.wait(t, tk.ID, task.StateAwaitingApproval)
+	_, err := b.st.TaskCancel(t.Context(), b.creator.TeamIDs(), tk.ID, "dev@acme.test")
+	require.NoError(t, err)
+	b.wait(t, tk.ID, task.StateCancelled)
+	aps, err := b.st.ApprovalList(t.Context(), b.creator.TeamIDs(), tk.ID)
+	require.NoError(t, err)
+	require.Len(t, aps, 1)
+	require.Equal(t, string(task.ApprovalCancelled), aps[0].State)
+	require.Equal(t, map[string]string{"a": "compensated", "b": "skipped"}, b.steps(t, tk.ID))
 }
 
 func TestApprovalTimeoutRejects(t *testing.T) {

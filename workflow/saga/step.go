@@ -77,7 +77,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 		wait := backoff(rn.r.cfg.RetryBase, failures)
 		msg := fmt.Sprintf("Step %s failed (%s); retrying in %s (%d of %d retries)", ps.Name, err, wait.Round(time.Millisecond), failures, ps.Step.Retries)
 		if werr := rn.write(change{Idx: ps.Index, State: "running", Events: []task.Event{
-			rn.event(ps, task.EventStepRetrying, task.StatusLog, ps.Step.Action, msg, map[string]any{"error": err.Error(), "retry_in_ms": wait.Milliseconds()}),
+			rn.event(ps, task.EventStepRetrying, task.StatusLog, ps.Step.Action, msg, retryData(err, wait, attempt, attempt-failures+ps.Step.Retries+1)),
 		}}); werr != nil {
 			return werr
 		}
@@ -86,6 +86,15 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// retryData is a step.retrying event's data: what failed, and when which
+// attempt of how many comes next (pages show "retrying in 4 s (attempt 2
+// of 4)"). Attempts interrupted by a crash do not count against retries,
+// so the bound is this run's first attempt plus the retries.
+func retryData(err error, wait time.Duration, attempt, maxAttempts int) map[string]any {
+	return map[string]any{"error": err.Error(), "retry_in_ms": wait.Milliseconds(), "attempt": attempt,
+		"next_attempt": attempt + 1, "max_attempts": maxAttempts, "next_attempt_at": time.Now().Add(wait).UTC().Format(time.RFC3339Nano)}
 }
 
 // backoff is base·2^(n-1) with ±20% jitter, so retrying workers spread out.

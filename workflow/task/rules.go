@@ -21,6 +21,8 @@ const (
 	ApprovalApproved ApprovalState = "approved"
 	ApprovalRejected ApprovalState = "rejected"
 	ApprovalExpired  ApprovalState = "expired"
+	// ApprovalCancelled: its task was cancelled while it waited.
+	ApprovalCancelled ApprovalState = "cancelled"
 )
 
 // StepState is a step's state (contract §2).
