@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"flightdeck/internal/breaker"
 	"flightdeck/internal/config"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
@@ -25,7 +26,8 @@ func taskHandlers(cfg config.Config, st *store.Store, catalog *pipeline.Catalog,
 	actions := action.Registry{
 		"noop": action.Noop,
 		"exec": action.Exec{},
-		"http": action.HTTP{Breakers: action.NewBreakers(action.BreakerConfig{})},
+		"http": action.HTTP{Breakers: action.NewBreakers(breaker.Config{Failures: cfg.HTTPBreakerThreshold,
+			OpenFor: cfg.HTTPBreakerCooldown, Successes: cfg.HTTPBreakerSuccesses})},
 	}
 	if lp != nil {
 		lp.Register(actions)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"flightdeck/internal/backoff"
 )
 
 func runWatch(ctx context.Context, env *cliEnv, args []string) error {
@@ -45,8 +47,7 @@ var errTaskNotCompleted = errors.New("task did not complete")
 func watchTask(ctx context.Context, env *cliEnv, client *apiClient, id string) error {
 	after := 0
 	done := map[int]bool{}
-	backoff := 500 * time.Millisecond
-	for {
+	for try := 1; ; try++ {
 		end, err := watchOnce(ctx, env, client, id, &after, done)
 		if end != "" {
 			if end == "task.completed" {
@@ -65,9 +66,8 @@ func watchTask(ctx context.Context, env *cliEnv, client *apiClient, id string) e
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(backoff):
+		case <-time.After(backoff.Exponential(500*time.Millisecond, 10*time.Second, try)):
 		}
-		backoff = min(2*backoff, 10*time.Second)
 	}
 }
 

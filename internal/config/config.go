@@ -143,6 +143,14 @@ type Config struct {
 	WebhookDeliveryRetention time.Duration
 	LocalEffectRetention     time.Duration
 	CleanupInterval          time.Duration
+	// The http action's circuit breaker per host (contract §6): it opens
+	// after FLIGHTDECK_HTTP_BREAKER_THRESHOLD consecutive failures (default
+	// 5), half-opens after FLIGHTDECK_HTTP_BREAKER_COOLDOWN (30s) and closes
+	// after FLIGHTDECK_HTTP_BREAKER_SUCCESSES successful probes (2). Zero
+	// means the default of internal/breaker.
+	HTTPBreakerThreshold int
+	HTTPBreakerCooldown  time.Duration
+	HTTPBreakerSuccesses int
 	// Agent tunes agent tasks' budgets and the LLM client (FLIGHTDECK_AGENT_*,
 	// FLIGHTDECK_LLM_*; see AgentConfig).
 	Agent AgentConfig
@@ -247,6 +255,9 @@ func Load(getenv func(string) string) (Config, error) {
 	c.WebhookDeliveryRetention = dur("FLIGHTDECK_WEBHOOK_DELIVERY_RETENTION", 0)
 	c.LocalEffectRetention = dur("FLIGHTDECK_LOCAL_EFFECT_RETENTION", 0)
 	c.CleanupInterval = dur("FLIGHTDECK_CLEANUP_INTERVAL", 0)
+	c.HTTPBreakerThreshold = num("FLIGHTDECK_HTTP_BREAKER_THRESHOLD", 0)
+	c.HTTPBreakerCooldown = dur("FLIGHTDECK_HTTP_BREAKER_COOLDOWN", 0)
+	c.HTTPBreakerSuccesses = num("FLIGHTDECK_HTTP_BREAKER_SUCCESSES", 0)
 	agent, agentErrs := loadAgent(getenv)
 	c.Agent = agent
 	errs = append(errs, agentErrs...)

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"flightdeck/internal/backoff"
+	"flightdeck/internal/breaker"
 )
 
 // HTTP sends a request with the step's idempotency key, retrying 5xx, 429
@@ -74,7 +76,7 @@ func (h HTTP) Run(ctx context.Context, in Input) (json.RawMessage, error) {
 	var lastErr error
 	for try := 0; try <= retries; try++ {
 		if try > 0 {
-			wait := time.Duration(float64(base<<(try-1)) * (0.8 + 0.4*rand.Float64()))
+			wait := backoff.Exponential(base, 0, try)
 			in.Log(fmt.Sprintf("retrying in %s: %v", wait.Round(time.Millisecond), lastErr))
 			select {
 			case <-ctx.Done():
@@ -82,15 +84,20 @@ func (h HTTP) Run(ctx context.Context, in Input) (json.RawMessage, error) {
 			case <-time.After(wait):
 			}
 		}
+		var call breaker.Call
 		if h.Breakers != nil {
-			if err := h.Breakers.Allow(u.Host); err != nil {
+			if call, err = h.Breakers.Allow(u.Host); err != nil {
 				in.Log(err.Error())
 				return nil, err
 			}
 		}
 		status, retryable, err := h.once(ctx, &noRedirect, method, u.String(), headers, body, in, expect)
-		if h.Breakers != nil {
-			h.Breakers.Done(u.Host, err == nil || !retryable)
+		switch {
+		case h.Breakers == nil:
+		case ctx.Err() != nil:
+			call.Abandon() // our step was stopped: says nothing about the host
+		default:
+			call.Done(err == nil || !retryable)
 		}
 		if err == nil {
 			out, _ := json.Marshal(map[string]any{"status": status, "duration_ms": time.Since(start).Milliseconds()})

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flightdeck/internal/breaker"
 )
 
 func TestHTTPRetriesAndKey(t *testing.T) {
@@ -64,29 +67,30 @@ func TestHTTPNoRetryOn4xxAndNoRedirects(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func TestBreaker(t *testing.T) {
+func TestBreakersPerHost(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(0, 0)
-	b := NewBreakers(BreakerConfig{Now: func() time.Time { return now }})
+	b := NewBreakers(breaker.Config{Now: func() time.Time { return now }})
 	for range 5 {
-		require.NoError(t, b.Allow("h"))
-		b.Done("h", false)
+		call, err := b.Allow("h")
+		require.NoError(t, err)
+		call.Done(false)
 	}
-	err := b.Allow("h")
+	_, err := b.Allow("h")
+	var open *CircuitOpenError
+	require.ErrorAs(t, err, &open)
 	require.ErrorIs(t, err, ErrCircuitOpen)
-	require.NoError(t, b.Allow("other"), "per host")
-	now = now.Add(31 * time.Second)
-	require.NoError(t, b.Allow("h"), "half-open: one probe")
-	require.ErrorIs(t, b.Allow("h"), ErrCircuitOpen, "only one probe at a time")
-	b.Done("h", false)
-	require.ErrorIs(t, b.Allow("h"), ErrCircuitOpen, "a failed probe re-opens")
-	now = now.Add(31 * time.Second)
-	require.NoError(t, b.Allow("h"))
-	b.Done("h", true)
-	require.NoError(t, b.Allow("h"))
-	b.Done("h", true)
-	require.NoError(t, b.Allow("h"), "closed after 2 successes")
-	require.NoError(t, b.Allow("h"))
+	require.Equal(t, "h", open.Host)
+	require.Equal(t, now.Add(30*time.Second), open.Until, "the contract's 30 s")
+	require.True(t, strings.HasPrefix(err.Error(), "circuit_open: "), err.Error())
+	_, err = b.Allow("other")
+	require.NoError(t, err, "per host")
+	now = now.Add(30 * time.Second)
+	probe, err := b.Allow("h")
+	require.NoError(t, err, "half-open: one probe")
+	_, err = b.Allow("h")
+	require.ErrorIs(t, err, ErrCircuitOpen, "only one probe at a time")
+	probe.Done(true)
 }
 
 func TestHTTPBreakerFailsFast(t *testing.T) {
@@ -97,7 +101,7 @@ func TestHTTPBreakerFailsFast(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	br := NewBreakers(BreakerConfig{})
+	br := NewBreakers(breaker.Config{})
 	h := HTTP{Breakers: br, Retries: 4, RetryBase: time.Millisecond}
 	in, _, _ := input(t, map[string]any{"url": srv.URL})
 	_, err := h.Run(t.Context(), in)

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"sync"
 	"time"
+
+	"flightdeck/internal/backoff"
+	"flightdeck/internal/breaker"
 )
 
 // Message is one entry of the model's conversation.
@@ -99,19 +100,17 @@ type RetryConfig struct {
 	// 5) for BreakerCooldown (default 30s); then one probe decides.
 	BreakerThreshold int
 	BreakerCooldown  time.Duration
+
+	now func() time.Time // the breaker's clock, for tests; default time.Now
 }
 
 // retryingClient retries transient failures with backoff and breaks the
 // circuit when the server keeps failing, so many tasks do not hammer a
 // server that is down.
 type retryingClient struct {
-	next ChatClient
-	cfg  RetryConfig
-
-	mu       sync.Mutex
-	failures int
-	openTill time.Time
-	probing  bool
+	next    ChatClient
+	cfg     RetryConfig
+	breaker *breaker.Breaker
 }
 
 func newRetrying(next ChatClient, cfg RetryConfig) *retryingClient {
@@ -133,7 +132,11 @@ func newRetrying(next ChatClient, cfg RetryConfig) *retryingClient {
 	if cfg.BreakerCooldown <= 0 {
 		cfg.BreakerCooldown = 30 * time.Second
 	}
-	return &retryingClient{next: next, cfg: cfg}
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	return &retryingClient{next: next, cfg: cfg, breaker: breaker.New(breaker.Config{
+		Failures: cfg.BreakerThreshold, OpenFor: cfg.BreakerCooldown, Successes: 1, Now: cfg.now})}
 }
 
 // callError is a failed call after its retries, with the attempts made.
@@ -152,8 +155,11 @@ func (e *callError) Unwrap() error { return e.err }
 func (c *retryingClient) Chat(ctx context.Context, req ChatRequest, onRetry func(attempt int, err error, wait time.Duration)) (ChatReply, error) {
 	var last error
 	for attempt := 1; attempt <= c.cfg.Attempts; attempt++ {
-		err := c.allow()
-		if err == nil {
+		call, err := c.breaker.Allow()
+		var open *breaker.OpenError
+		if errors.As(err, &open) {
+			err = ErrCircuitOpen
+		} else {
 			var reply ChatReply
 			tctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 			reply, err = c.next.Chat(tctx, req)
@@ -162,25 +168,26 @@ func (c *retryingClient) Chat(ctx context.Context, req ChatRequest, onRetry func
 				err = validReply(reply)
 			}
 			if err == nil {
-				c.done(true)
+				call.Done(true)
 				return reply, nil
 			}
 			if ctx.Err() != nil {
 				// Our own task was interrupted: not the server's fault.
-				c.mu.Lock()
-				c.probing = false
-				c.mu.Unlock()
+				call.Abandon()
 				return ChatReply{}, context.Cause(ctx)
 			}
-			c.done(false)
+			call.Done(false)
 		}
-		// An open breaker counts as a failed attempt without a request: the
-		// backoff waits for it to let a probe through.
+		// An open breaker counts as a failed attempt without a request; the
+		// retry waits for it to let a probe through.
 		last = err
 		if !retryable(err) || attempt == c.cfg.Attempts {
 			return ChatReply{}, &callError{attempts: attempt, err: err}
 		}
-		wait := backoff(c.cfg.BackoffBase, c.cfg.BackoffMax, attempt)
+		wait := backoff.Exponential(c.cfg.BackoffBase, c.cfg.BackoffMax, attempt)
+		if open != nil {
+			wait = max(wait, open.Until.Sub(c.cfg.now()))
+		}
 		if onRetry != nil {
 			onRetry(attempt, err, wait)
 		}
@@ -201,43 +208,4 @@ func validReply(r ChatReply) error {
 		return fmt.Errorf("%w: message role %q", ErrBadReply, m.Role)
 	}
 	return nil
-}
-
-func backoff(base, maxWait time.Duration, attempt int) time.Duration {
-	d := base << (attempt - 1)
-	if d > maxWait || d <= 0 {
-		d = maxWait
-	}
-	// ±25% jitter so tasks retrying together spread out.
-	j := time.Duration(rand.Int64N(int64(d)/2+1)) - d/4
-	return max(d+j, time.Millisecond)
-}
-
-// allow says whether a call may go out: closed, or open past its cooldown
-// with no other probe in flight.
-func (c *retryingClient) allow() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.failures < c.cfg.BreakerThreshold {
-		return nil
-	}
-	if time.Now().Before(c.openTill) || c.probing {
-		return ErrCircuitOpen
-	}
-	c.probing = true
-	return nil
-}
-
-func (c *retryingClient) done(ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.probing = false
-	if ok {
-		c.failures = 0
-		return
-	}
-	c.failures++
-	if c.failures >= c.cfg.BreakerThreshold {
-		c.openTill = time.Now().Add(c.cfg.BreakerCooldown)
-	}
 }

@@ -31,7 +31,9 @@ func TestRetryingClient(t *testing.T) {
 	t.Run("BreakerOpensFailsFastAndClosesAfterAProbe", func(t *testing.T) {
 		t.Parallel()
 		s := &scripted{errs: []error{boom, boom, nil}}
-		c := newRetrying(s, RetryConfig{Attempts: 1, BreakerThreshold: 2, BreakerCooldown: time.Hour})
+		now := time.Now()
+		c := newRetrying(s, RetryConfig{Attempts: 1, BreakerThreshold: 2, BreakerCooldown: time.Hour,
+			now: func() time.Time { return now }})
 		for range 2 {
 			_, err := c.Chat(t.Context(), ChatRequest{}, nil)
 			require.ErrorIs(t, err, boom)
@@ -40,9 +42,7 @@ func TestRetryingClient(t *testing.T) {
 		require.ErrorIs(t, err, ErrCircuitOpen)
 		require.EqualValues(t, 2, s.calls.Load(), "an open breaker sends nothing")
 
-		c.mu.Lock()
-		c.openTill = time.Now().Add(-time.Millisecond) // cooldown over: half-open
-		c.mu.Unlock()
+		now = now.Add(time.Hour) // cooldown over: half-open
 		reply, err := c.Chat(t.Context(), ChatRequest{}, nil)
 		require.NoError(t, err)
 		require.Equal(t, "ok", reply.Message.Content)
@@ -58,6 +58,23 @@ func TestRetryingClient(t *testing.T) {
 		_, err := c.Chat(t.Context(), ChatRequest{}, nil)
 		require.NoError(t, err)
 		require.EqualValues(t, 2, s.calls.Load())
+	})
+
+	t.Run("RetryWaitsOutTheCooldownEvenWhenTheBackoffIsShorter", func(t *testing.T) {
+		t.Parallel()
+		s := &scripted{errs: []error{boom, nil}}
+		c := newRetrying(s, RetryConfig{Attempts: 3, BackoffBase: time.Millisecond, BreakerThreshold: 1, BreakerCooldown: 50 * time.Millisecond})
+		var errs []error
+		var waits []time.Duration
+		_, err := c.Chat(t.Context(), ChatRequest{}, func(attempt int, err error, wait time.Duration) {
+			errs, waits = append(errs, err), append(waits, wait)
+		})
+		require.NoError(t, err, "the third attempt was the probe")
+		require.EqualValues(t, 2, s.calls.Load(), "the refused attempt sent nothing")
+		require.Len(t, errs, 2)
+		require.ErrorIs(t, errs[0], boom)
+		require.ErrorIs(t, errs[1], ErrCircuitOpen)
+		require.Greater(t, waits[1], 10*time.Millisecond, "waited for half-open, not the 2ms backoff")
 	})
 
 	t.Run("ClientErrorsAreNotRetried", func(t *testing.T) {
@@ -78,15 +95,6 @@ func TestRetryingClient(t *testing.T) {
 		require.ErrorContains(t, err, "after 3 attempt(s)")
 		require.Equal(t, []int{1, 2}, retries)
 	})
-}
-
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	for attempt, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 3: 400 * time.Millisecond, 10: time.Second} {
-		got := backoff(100*time.Millisecond, time.Second, attempt)
-		require.GreaterOrEqual(t, got, want*3/4, "attempt %d", attempt)
-		require.LessOrEqual(t, got, want*5/4, "attempt %d", attempt)
-	}
 }
 
 func TestParseArgs(t *testing.T) {

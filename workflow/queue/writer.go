@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"flightdeck/internal/backoff"
 	"flightdeck/store"
 )
 
@@ -83,8 +84,10 @@ func (p *Pool) writeBatch(ctx context.Context, batch []writeReq) {
 
 func (p *Pool) writeRetrying(ctx context.Context, ws []store.TaskWrite) (map[string]store.Written, error) {
 	deadline := time.Now().Add(p.cfg.Lease)
-	wait := 20 * time.Millisecond
-	for {
+	for try := 1; ; try++ {
+		// Jittered, so pools that lost the database together do not come
+		// back at the same instant.
+		wait := backoff.Exponential(20*time.Millisecond, time.Second, try)
 		written, err := p.store.TaskWrites(ctx, ws)
 		if err == nil || !store.Transient(err) || time.Now().Add(wait).After(deadline) || ctx.Err() != nil {
 			return written, err
@@ -95,6 +98,5 @@ func (p *Pool) writeRetrying(ctx context.Context, ws []store.TaskWrite) (map[str
 			return nil, errors.Join(err, ctx.Err())
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, time.Second)
 	}
 }

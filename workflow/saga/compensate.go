@@ -140,7 +140,7 @@ func (rn *run) compensateRows(rows []store.StepRow) error {
 				break
 			}
 			if try <= retries {
-				wait := backoff(rn.r.cfg.RetryBase, try)
+				wait := rn.r.retryWait(try, err)
 				rn.j.Emit(rn.event(ps, task.EventStepRetrying, task.StatusCompensating, comp.Action,
 					fmt.Sprintf("Undoing %s failed (%s); retrying in %s", ps.Name, err, wait.Round(time.Millisecond)), retryData(err, wait, try, retries+1)))
 				select {

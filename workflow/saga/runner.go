@@ -46,8 +46,9 @@ type Config struct {
 	Actions   action.Registry
 	Artifacts ArtifactSink // nil: outputs are not kept
 	// RetryBase is the first retry's backoff (then 2x, 4x… with jitter),
-	// default 1s.
+	// default 1s; RetryMax caps it, default 1024 × RetryBase.
 	RetryBase time.Duration
+	RetryMax  time.Duration
 	// LogRate caps step.log events per step per second (default 50); the
 	// whole output is in the artifact anyway.
 	LogRate int
@@ -67,6 +68,7 @@ type Runner struct {
 // NewRunner returns a runner.
 func NewRunner(cfg Config) *Runner {
 	cfg.RetryBase = cmp.Or(cfg.RetryBase, time.Second)
+	cfg.RetryMax = cmp.Or(cfg.RetryMax, cfg.RetryBase<<10)
 	cfg.LogRate = cmp.Or(cfg.LogRate, 50)
 	cfg.FlushInterval = cmp.Or(cfg.FlushInterval, 250*time.Millisecond)
 	if cfg.Logger == nil {

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"flightdeck/internal/backoff"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
 	"flightdeck/workflow/pipeline"
@@ -74,7 +74,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 			}
 			return fmt.Errorf("step %s failed: %w", ps.Name, err)
 		}
-		wait := backoff(rn.r.cfg.RetryBase, failures)
+		wait := rn.r.retryWait(failures, err)
 		msg := fmt.Sprintf("Step %s failed (%s); retrying in %s (%d of %d retries)", ps.Name, err, wait.Round(time.Millisecond), failures, ps.Step.Retries)
 		if werr := rn.write(change{Idx: ps.Index, State: "running", Events: []task.Event{
 			rn.event(ps, task.EventStepRetrying, task.StatusLog, ps.Step.Action, msg, retryData(err, wait, attempt, attempt-failures+ps.Step.Retries+1)),
@@ -97,11 +97,17 @@ func retryData(err error, wait time.Duration, attempt, maxAttempts int) map[stri
 		"next_attempt": attempt + 1, "max_attempts": maxAttempts, "next_attempt_at": time.Now().Add(wait).UTC().Format(time.RFC3339Nano)}
 }
 
-// backoff is base·2^(n-1) with ±20% jitter, so retrying workers spread out.
-func backoff(base time.Duration, n int) time.Duration {
-	d := base << min(n-1, 10)
-	jitter := 0.8 + 0.4*rand.Float64()
-	return time.Duration(float64(d) * jitter)
+// retryWait is the backoff before retry n of a step or compensation that
+// failed with err. While the http action's breaker for the host is open,
+// the retry waits for it to half-open (contract §6): sooner would only
+// spend a retry on a call that cannot go out.
+func (r *Runner) retryWait(n int, err error) time.Duration {
+	wait := backoff.Exponential(r.cfg.RetryBase, r.cfg.RetryMax, n)
+	var open *action.CircuitOpenError
+	if errors.As(err, &open) {
+		wait = max(wait, time.Until(open.Until))
+	}
+	return wait
 }
 
 // execute runs one attempt of an action (forward or compensation): renders

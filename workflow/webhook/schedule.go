@@ -1,18 +1,18 @@
 package webhook
 
 import (
-	"math/rand/v2"
 	"time"
+
+	"flightdeck/internal/backoff"
 )
 
 // Schedule is the retry backoff of deliveries. Zero fields take the
 // defaults: about 5 s, 30 s, 2 min, 10 min, 1 h, then every 6 h, for up to
-// 3 days, each delay jittered by ±20 %.
+// 3 days, each delay jittered like every retry (backoff.Jitter, ±20 %).
 type Schedule struct {
 	Steps  []time.Duration // delays after attempts 1, 2, …
 	Every  time.Duration   // delay once Steps are used up
 	MaxAge time.Duration   // no retry is scheduled past this age of a delivery
-	Jitter float64         // fraction, 0..1; negative means none
 }
 
 // Schedule defaults.
@@ -23,7 +23,6 @@ var (
 const (
 	ScheduleEveryDefault  = 6 * time.Hour
 	ScheduleMaxAgeDefault = 72 * time.Hour
-	ScheduleJitterDefault = 0.2
 )
 
 func (s Schedule) withDefaults() Schedule {
@@ -36,12 +35,6 @@ func (s Schedule) withDefaults() Schedule {
 	if s.MaxAge <= 0 {
 		s.MaxAge = ScheduleMaxAgeDefault
 	}
-	if s.Jitter == 0 {
-		s.Jitter = ScheduleJitterDefault
-	}
-	if s.Jitter < 0 {
-		s.Jitter = 0
-	}
 	return s
 }
 
@@ -52,8 +45,5 @@ func (s Schedule) Delay(n int) time.Duration {
 	if n >= 1 && n <= len(s.Steps) {
 		d = s.Steps[n-1]
 	}
-	if s.Jitter > 0 {
-		d = time.Duration(float64(d) * (1 + s.Jitter*(2*rand.Float64()-1)))
-	}
-	return max(d, 0)
+	return backoff.Jitter(d)
 }
