@@ -28,6 +28,7 @@ Usage:
   flightdeck db url [--fresh NAME]   start the embedded PostgreSQL if needed and print its URL (or a new database's)
   flightdeck db stop     stop the embedded PostgreSQL
   flightdeck demoapp --version V [--addr 127.0.0.1:0]   the demo app the local provider deploys
+  flightdeck version [--json]   module version, commit and Go version of this binary
 
 Configuration comes from the environment (DATABASE_URL, FLIGHTDECK_*); flags win.
 `
@@ -92,6 +93,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runDB(ctx, env, args[1:])
 	case "demoapp":
 		return runDemoApp(ctx, env, args[1:])
+	case "version", "--version":
+		return runVersion(env, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
