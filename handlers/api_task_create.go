@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/store"
+	"flightdeck/workflow/saga"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/task"
 )
@@ -55,7 +56,7 @@ func (h *Handler) apiTaskCreate(c echo.Context) error {
 		TeamID: team.TeamID, CreatedByID: u.ID, IdempotencyKey: key, RequestHash: canonicalHash(body),
 		MaxPending: h.cfg.MaxPending,
 	}
-	if err := h.validateTaskCreate(c.Request().Context(), &req, &p); err != nil {
+	if err := h.validateTaskCreate(c.Request().Context(), &req, team.Team, &p); err != nil {
 		return err
 	}
 	t, created, err := h.store.TaskInsert(c.Request().Context(), p)
@@ -88,7 +89,7 @@ func splitParams(pl *pipeline.Pipeline, params map[string]any) (public, secret j
 }
 
 // validateTaskCreate checks the request and fills p. Errors name the field.
-func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest, p *store.TaskInsertParams) error {
+func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest, team string, p *store.TaskInsertParams) error {
 	prio, err := task.ParsePriority(req.Priority)
 	if err != nil {
 		return errInvalid("priority", "%v", err)
@@ -132,10 +133,7 @@ func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest
 		if ferr != nil {
 			return errInvalid(ferr.Field, "%s %s", ferr.Field, ferr.Message)
 		}
-		p.Kind, p.Pipeline = task.KindDeploy, pl.Name
-		p.Params, p.SecretParams = splitParams(pl, params)
-		var err error
-		if p.ConcurrencyKey, p.ConcurrencyPolicy, err = pl.ConcurrencyKey(params); err != nil {
+		if err := saga.NewDeploy(p, pl, params, team); err != nil {
 			return errInvalid("params", "%v", err)
 		}
 	case task.KindAgent:

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/store"
+	"flightdeck/workflow/saga"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/task"
 )
@@ -74,15 +75,11 @@ func (h *Handler) taskCreate(c echo.Context) error {
 		fieldErrs[strings.TrimPrefix(ferr.Field, "params.")] = ferr.Message
 		return rerender(http.StatusUnprocessableEntity, "Some values need fixing.")
 	}
-	public, secret := splitParams(p, validated)
-	key, policy, err := p.ConcurrencyKey(validated)
-	if err != nil {
+	in := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, Priority: prio, MaxAttempts: 5, MaxPending: h.cfg.MaxPending}
+	if err := saga.NewDeploy(&in, p, validated, team.Team); err != nil {
 		return rerender(http.StatusUnprocessableEntity, err.Error())
 	}
-	t, _, err := h.store.TaskInsert(c.Request().Context(), store.TaskInsertParams{
-		TeamID: team.TeamID, CreatedByID: u.ID, Kind: task.KindDeploy, Pipeline: p.Name, Params: public, SecretParams: secret,
-		Priority: prio, MaxAttempts: 5, MaxPending: h.cfg.MaxPending, ConcurrencyKey: key, ConcurrencyPolicy: policy,
-	})
+	t, _, err := h.store.TaskInsert(c.Request().Context(), in)
 	if errors.Is(err, store.ErrQueueFull) {
 		return rerender(http.StatusTooManyRequests, "Your team's queue is full; try again in a moment.")
 	}

@@ -22,7 +22,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			st := dbtest.Store(b)
 			u := testfactory.User(b, st, "bench@bench.test", "bench", auth.RoleDeployer)
-			if err := st.TaskInsertMany(b.Context(), u.Memberships[0].TeamID, u.ID, task.KindDeploy, "noop", b.N+batch); err != nil {
+			if err := st.TaskInsertMany(b.Context(), u.Memberships[0].TeamID, u.ID, task.KindDeploy, "noop", b.N+batch, nil); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()

@@ -40,6 +40,13 @@ type TaskInsertParams struct {
 	// come from the pipeline's concurrency block, rendered with the params.
 	ConcurrencyKey    string
 	ConcurrencyPolicy string
+	// ID is the new task's id (NewTaskID), "" to let the database make
+	// one. Steps, made for that id, are stored with the task: a deploy's
+	// planned steps with their idempotency keys, so its first run finds
+	// every key stored and starts its first action without a write of its
+	// own (invariant 4).
+	ID    string
+	Steps []StepSave
 }
 
 // TaskInsert accepts a task: the row and its first event are committed in
@@ -136,6 +143,10 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 		maxAttempts = 5
 	}
 	var inserted, existing *string
+	var st stepArrays
+	for _, step := range p.Steps {
+		st.add(p.ID, step)
+	}
 	err = q.QueryRow(ctx, `
 		WITH existing AS (
 			SELECT id, request_hash FROM tasks WHERE team_id = $1 AND idempotency_key = NULLIF($10, '')
@@ -148,10 +159,10 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 			SELECT $13 = 0 OR (SELECT count(*) FROM (
 				SELECT 1 FROM tasks WHERE team_id = $1 AND state = 'pending' LIMIT $13) x) < $13 AS ok
 		), ins AS (
-			INSERT INTO tasks (team_id, created_by, kind, pipeline, params, prompt, priority, max_attempts,
+			INSERT INTO tasks (id, team_id, created_by, kind, pipeline, params, prompt, priority, max_attempts,
 				deadline_at, idempotency_key, request_hash, webhook, secret_params, concurrency_key,
 				state, finished_at, error, last_seq)
-			SELECT $1, $2, $3, $4, $5, $6, $7, $8,
+			SELECT COALESCE(NULLIF($17::text, '')::uuid, flightdeck_uuid_v7()), $1, $2, $3, $4, $5, $6, $7, $8,
 				CASE WHEN $9 > 0 THEN now() + make_interval(secs => $9) END, NULLIF($10, ''), $11, $12, $14, NULLIF($15, ''),
 				CASE WHEN h.task_id IS NULL THEN 'pending' ELSE 'cancelled' END,
 				CASE WHEN h.task_id IS NOT NULL THEN now() END,
@@ -170,11 +181,16 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 					'message', 'Task cancelled: ' || error, 'data', jsonb_build_object('state', 'cancelled', 'error', error)))
 				ELSE '[]' END
 			FROM ins
+		), steps AS (
+			-- a task cancelled at once never runs its steps
+			INSERT INTO task_steps (task_id, idx, name, idempotency_key, state)
+			SELECT ins.id, s.idx, s.name, s.key, CASE WHEN ins.state = 'pending' THEN 'pending' ELSE 'skipped' END
+			FROM ins, unnest($18::int[], $19::text[], $20::text[]) AS s(idx, name, key)
 		)
 		SELECT (SELECT id FROM ins), (SELECT id FROM existing), (SELECT request_hash FROM existing), (SELECT ok FROM room)`,
 		p.TeamID, p.CreatedByID, string(p.Kind), p.Pipeline, []byte(params), p.Prompt, int16(p.Priority), maxAttempts,
 		p.DeadlineSeconds, p.IdempotencyKey, p.RequestHash, nullJSON(p.Webhook), p.MaxPending, secretJSON(p.SecretParams),
-		p.ConcurrencyKey, p.ConcurrencyPolicy).Scan(&inserted, &existing, &res.existingHash, &res.room)
+		p.ConcurrencyKey, p.ConcurrencyPolicy, p.ID, st.idx, st.names, st.keys).Scan(&inserted, &existing, &res.existingHash, &res.room)
 	if err != nil {
 		return res, interpretError(err)
 	}
@@ -187,21 +203,39 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 	return res, nil
 }
 
-// TaskInsertMany inserts many tasks of one team in one statement, each with
+// TaskInsertMany inserts n tasks of one team in one statement, each with
 // its first event, and wakes the workers once (benchmarks, bulk loads). No
-// pending bound or idempotency keys.
-func (s *Store) TaskInsertMany(ctx context.Context, teamID, createdByID string, kind task.Kind, pipeline string, n int) error {
+// pending bound or idempotency keys. steps, when not nil, gives each new
+// task's step rows, as a submit stores them (TaskInsertParams.Steps); the
+// ids are then made here (NewTaskID).
+func (s *Store) TaskInsertMany(ctx context.Context, teamID, createdByID string, kind task.Kind, pipeline string, n int, steps func(id string) []StepSave) error {
+	var ids []string
+	var st stepArrays
+	if steps != nil {
+		ids = make([]string, n)
+		for i := range ids {
+			ids[i] = NewTaskID()
+			for _, step := range steps(ids[i]) {
+				st.add(ids[i], step)
+			}
+		}
+	}
 	_, err := s.pool.Exec(ctx, `
 		WITH ins AS (
-			INSERT INTO tasks (team_id, created_by, kind, pipeline, last_seq)
-			SELECT $1, $2, $3, $4, 1 FROM generate_series(1, $5)
+			INSERT INTO tasks (id, team_id, created_by, kind, pipeline, last_seq)
+			SELECT COALESCE(ids[i], flightdeck_uuid_v7()), $1, $2, $3, $4, 1
+			FROM generate_series(1, $5) AS i, (SELECT $6::uuid[] AS ids) given
 			RETURNING id
 		), ev AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
 			SELECT id, 1, 1, '[{"type":"task.state","status":"log","message":"Task submitted","data":{"state":"pending"}}]' FROM ins
+		), steps AS (
+			INSERT INTO task_steps (task_id, idx, name, idempotency_key, state)
+			SELECT s.task_id, s.idx, s.name, s.key, 'pending'
+			FROM unnest($7::uuid[], $8::int[], $9::text[], $10::text[]) AS s(task_id, idx, name, key)
 		)
 		SELECT count(*) FROM ins`,
-		teamID, createdByID, string(kind), pipeline, n)
+		teamID, createdByID, string(kind), pipeline, n, ids, st.taskIDs, st.idx, st.names, st.keys)
 	if err != nil {
 		return fmt.Errorf("error inserting tasks: %w", interpretError(err))
 	}

@@ -1,6 +1,10 @@
 package store
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -35,4 +39,29 @@ func (stringUUIDPlan) Encode(value any, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	return append(buf, u.Bytes[:]...), nil
+}
+
+// NewTaskID returns a new task id in the layout of flightdeck_uuid_v7()
+// (migration 00013): 48 bits of Unix milliseconds, then random bits with
+// the version 7 and RFC 9562 variant bits. A submit makes its id in Go
+// when what it stores with the task depends on the id (the step rows'
+// idempotency keys).
+func NewTaskID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	ms := uint64(time.Now().UnixMilli())
+	b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
+	b[6] = b[6]&0x0f | 0x70
+	b[8] = b[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], b[10:])
+	return string(s[:])
 }

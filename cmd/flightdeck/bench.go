@@ -18,6 +18,7 @@ import (
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
+	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
 
@@ -166,6 +167,17 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Each task is stored as every submit stores a deploy: with its step
+	// rows and their idempotency keys (saga.NewDeploy).
+	benchPipeline, _ := catalog.Get(pipelineName)
+	benchParams, ferr := benchPipeline.Validate(json.RawMessage(`{}`))
+	if ferr != nil {
+		return fmt.Errorf("benchmark pipeline %s: %v", pipelineName, ferr)
+	}
+	stepsOf := func(id string) []store.StepSave {
+		steps, _ := saga.PlannedSteps(benchPipeline, benchParams, id, "bench")
+		return steps
+	}
 
 	if path := env.getenv("FLIGHTDECK_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
@@ -194,7 +206,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	lastLog := insertStart
 	for left := *tasks; left > 0; {
 		n := min(left, 10000)
-		if err := st.TaskInsertMany(ctx, teamID, userID, task.KindDeploy, pipelineName, n); err != nil {
+		if err := st.TaskInsertMany(ctx, teamID, userID, task.KindDeploy, pipelineName, n, stepsOf); err != nil {
 			return err
 		}
 		left -= n
@@ -258,7 +270,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if err := store.Checkpoint(ctx, dbURL); err != nil {
 		env.logger.Warn("Could not checkpoint before the latency phase; figures may vary more", "error", err)
 	}
-	res, err := benchLatency(ctx, env, st, p, teamID, userID, pipelineName, *rate, *latencyFor, *remote)
+	res, err := benchLatency(ctx, env, st, p, teamID, userID, benchPipeline, benchParams, *rate, *latencyFor, *remote)
 	if err != nil {
 		return err
 	}
@@ -318,7 +330,7 @@ func benchWait(ctx context.Context, env *cliEnv, allDone <-chan struct{}, done *
 	}
 }
 
-func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Pool, teamID, userID, pipelineName string, rate float64, dur time.Duration, remote bool) (benchResult, error) {
+func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Pool, teamID, userID string, pl *pipeline.Pipeline, params map[string]any, rate float64, dur time.Duration, remote bool) (benchResult, error) {
 	// The pool is already running; attach a notifier so NOTIFY wakes it.
 	n := event.NewNotifier(st, env.logger)
 	p.Attach(n)
@@ -333,10 +345,10 @@ func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Po
 		// A store of its own wakes no pool in this process (its own wake.Bus).
 		sub = store.New(st.Pool())
 	}
-	if _, err := benchSubmit(ctx, env, sub, teamID, userID, pipelineName, rate, latencyWarmup); err != nil {
+	if _, err := benchSubmit(ctx, env, sub, teamID, userID, pl, params, rate, latencyWarmup); err != nil {
 		return benchResult{}, err
 	}
-	ids, err := benchSubmit(ctx, env, sub, teamID, userID, pipelineName, rate, dur)
+	ids, err := benchSubmit(ctx, env, sub, teamID, userID, pl, params, rate, dur)
 	if err != nil {
 		return benchResult{}, err
 	}
@@ -354,7 +366,7 @@ const latencyWarmup = time.Second
 // benchSubmit submits noop tasks at rate per second for dur, each on its own
 // goroutine as concurrent clients would, and waits (at most 30 s) for them
 // to end; it returns their ids.
-func benchSubmit(ctx context.Context, env *cliEnv, st *store.Store, teamID, userID, pipelineName string, rate float64, dur time.Duration) ([]string, error) {
+func benchSubmit(ctx context.Context, env *cliEnv, st *store.Store, teamID, userID string, pl *pipeline.Pipeline, params map[string]any, rate float64, dur time.Duration) ([]string, error) {
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
 	start := time.Now()
@@ -372,8 +384,12 @@ func benchSubmit(ctx context.Context, env *cliEnv, st *store.Store, teamID, user
 		due := min(total, int(time.Since(start).Seconds()*rate)+1)
 		for ; sent < due; sent++ {
 			wg.Go(func() {
-				t, _, err := st.TaskInsert(ctx, store.TaskInsertParams{TeamID: teamID, CreatedByID: userID, Kind: task.KindDeploy,
-					Pipeline: pipelineName, Priority: task.PriorityNormal, Params: json.RawMessage(`{}`)})
+				in := store.TaskInsertParams{TeamID: teamID, CreatedByID: userID, Priority: task.PriorityNormal}
+				if err := saga.NewDeploy(&in, pl, params, "bench"); err != nil {
+					env.logger.Warn("Insert failed", "error", err)
+					return
+				}
+				t, _, err := st.TaskInsert(ctx, in)
 				if err != nil {
 					env.logger.Warn("Insert failed", "error", err)
 					return

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"flightdeck/store"
+	"flightdeck/workflow/saga"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/task"
 )
@@ -403,22 +404,14 @@ func runDeploy(ctx context.Context, e *Env, args map[string]any) (string, error)
 	}
 	params, _ := json.Marshal(plan.Params)
 	sum := sha256.Sum256(append([]byte(plan.Pipeline+"\x00"), params...))
-	// Stored apart: the deploy's secret params reach only its worker.
-	pub, sec := p.SplitSecrets(plan.Params)
-	public, _ := json.Marshal(pub)
-	var secret json.RawMessage
-	if sec != nil {
-		secret, _ = json.Marshal(sec)
-	}
-	key, policy, err := p.ConcurrencyKey(plan.Params)
-	if err != nil {
+	// Stored as any submit stores a deploy: the secret params apart, so
+	// they reach only its worker.
+	in := store.TaskInsertParams{TeamID: e.Task.TeamID, CreatedByID: e.Task.CreatedByID, Priority: prio, MaxAttempts: 5,
+		IdempotencyKey: e.CallKey, RequestHash: sum[:], MaxPending: e.MaxPending}
+	if err := saga.NewDeploy(&in, p, plan.Params, e.Task.Team); err != nil {
 		return "", err
 	}
-	t, _, err := e.Store.TaskInsert(ctx, store.TaskInsertParams{
-		TeamID: e.Task.TeamID, CreatedByID: e.Task.CreatedByID, Kind: task.KindDeploy, Pipeline: plan.Pipeline,
-		Params: public, SecretParams: secret, Priority: prio, MaxAttempts: 5, IdempotencyKey: e.CallKey, RequestHash: sum[:],
-		MaxPending: e.MaxPending, ConcurrencyKey: key, ConcurrencyPolicy: policy,
-	})
+	t, _, err := e.Store.TaskInsert(ctx, in)
 	if errors.Is(err, store.ErrQueueFull) {
 		return "", fmt.Errorf("the team's queue is full; try later")
 	}

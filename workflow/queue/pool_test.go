@@ -211,7 +211,7 @@ func TestTwoProcessesNeverDoubleClaim(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const n = 10000
-	require.NoError(t, b.store.TaskInsertMany(t.Context(), b.user.Memberships[0].TeamID, b.user.ID, task.KindDeploy, "noop", n))
+	require.NoError(t, b.store.TaskInsertMany(t.Context(), b.user.Memberships[0].TeamID, b.user.ID, task.KindDeploy, "noop", n, nil))
 	_, _, stop1 := b.startChild(t, "noop")
 	_, _, stop2 := b.startChild(t, "noop")
 	require.Eventually(t, func() bool {
@@ -414,7 +414,7 @@ func TestClaimsTakeBatches(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const n = 300
-	require.NoError(t, b.store.TaskInsertMany(t.Context(), b.user.Memberships[0].TeamID, b.user.ID, task.KindDeploy, "noop", n))
+	require.NoError(t, b.store.TaskInsertMany(t.Context(), b.user.Memberships[0].TeamID, b.user.ID, task.KindDeploy, "noop", n, nil))
 	var order []string
 	var mu sync.Mutex
 	h := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {

@@ -95,8 +95,15 @@ echo done
 	u := testfactory.User(t, st, "dev@acme.test", "acme", auth.RoleDeployer)
 	const runs = 50
 	var ids []string
+	// Submitted as every submit does: the step rows and keys stored with
+	// the task (saga.NewDeploy).
+	crashy := crashPipeline(dir)
 	for range runs {
-		ids = append(ids, testfactory.Task(t, st, u, &testfactory.TaskOpts{Pipeline: "crashy", MaxAttempts: 100}).ID)
+		in := store.TaskInsertParams{TeamID: u.Memberships[0].TeamID, CreatedByID: u.ID, Priority: task.PriorityNormal, MaxAttempts: 100}
+		require.NoError(t, saga.NewDeploy(&in, crashy, map[string]any{}, "acme"))
+		tk, _, err := st.TaskInsert(t.Context(), in)
+		require.NoError(t, err)
+		ids = append(ids, tk.ID)
 	}
 
 	allDone := func() bool {

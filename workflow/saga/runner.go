@@ -158,11 +158,12 @@ func (rn *run) walk() queue.Outcome {
 	return rn.completed()
 }
 
-// initSteps loads the step rows earlier runs left (the claim read them) and
-// makes the missing ones, with their idempotency keys. New rows ride with
-// the task's next write, which is stored before any action runs: a step's
-// start is flushed before its action (invariant 4), and a resumed task
-// reuses the stored keys.
+// initSteps loads the step rows the submit and earlier runs stored (the
+// claim read them) and makes any missing ones, with their idempotency
+// keys. New rows ride with the task's next write, which is stored before
+// any action runs: a step's start is flushed before its action while a new
+// row is not stored (invariant 4), and a resumed task reuses the stored
+// keys.
 func (rn *run) initSteps() {
 	rn.keysStored = true
 	for i := range rn.j.Steps {
@@ -175,11 +176,10 @@ func (rn *run) initSteps() {
 			if _, ok := rn.steps[ps.Index]; ok {
 				continue
 			}
-			with, err := rn.render(ps.Step.With, ps)
-			if err != nil {
-				with = map[string]any{"render_error": err.Error()}
-			}
-			row := store.StepRow{Idx: ps.Index, Name: ps.Name, State: "pending", IdempotencyKey: idempotencyKey(rn.j.Task.ID, ps, with)}
+			// a task submitted before its steps were stored with it, or
+			// whose pipeline gained steps since
+			row := store.StepRow{Idx: ps.Index, Name: ps.Name, State: "pending",
+				IdempotencyKey: stepKey(rn.j.Task.ID, rn.j.Task.Team, rn.params, ps)}
 			rn.steps[ps.Index] = &row
 			rn.j.SaveStep(saveOf(row, change{}))
 			rn.keysStored = false
@@ -253,11 +253,7 @@ func (rn *run) render(with map[string]any, ps pipeline.PlannedStep) (map[string]
 
 // data is what templates in `with` see.
 func (rn *run) data(ps pipeline.PlannedStep) map[string]any {
-	return map[string]any{
-		"params": rn.params,
-		"task":   map[string]any{"id": rn.j.Task.ID, "team": rn.j.Task.Team},
-		"item":   ps.Item,
-	}
+	return templateData(rn.j.Task.ID, rn.j.Task.Team, rn.params, ps)
 }
 
 // startFlusher writes what is buffered every FlushInterval from the first

@@ -1,0 +1,81 @@
+package saga
+
+import (
+	"encoding/json"
+
+	"flightdeck/store"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/task"
+)
+
+// NewDeploy fills in what every submit of a deploy stores, whoever submits
+// it (the API, the form, an agent's start_deploy, a re-run): the pipeline,
+// the validated params split into public and secret ones, the concurrency
+// key, and the task's planned steps with their idempotency keys under a
+// new task id. Storing the keys with the task means its first run starts
+// its first action without a write of its own: the key is stored before
+// the action runs (invariant 4) since the task was accepted. The caller
+// sets who, the team's id, the priority and the rest.
+//
+// team is the team's name (templates see it as .task.team); params are
+// pipeline-validated.
+func NewDeploy(in *store.TaskInsertParams, p *pipeline.Pipeline, params map[string]any, team string) error {
+	key, policy, err := p.ConcurrencyKey(params)
+	if err != nil {
+		return err
+	}
+	id := store.NewTaskID()
+	steps, err := PlannedSteps(p, params, id, team)
+	if err != nil {
+		return err
+	}
+	pub, sec := p.SplitSecrets(params)
+	in.Kind, in.Pipeline, in.ID, in.Steps = task.KindDeploy, p.Name, id, steps
+	in.Params, _ = json.Marshal(pub)
+	in.SecretParams = nil
+	if sec != nil {
+		in.SecretParams, _ = json.Marshal(sec)
+	}
+	in.ConcurrencyKey, in.ConcurrencyPolicy = key, policy
+	return nil
+}
+
+// PlannedSteps are the step rows of a deploy of p with these params before
+// it runs: every planned step, pending, with its idempotency key.
+func PlannedSteps(p *pipeline.Pipeline, params map[string]any, taskID, team string) ([]store.StepSave, error) {
+	stages, _, err := p.Plan(params)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.StepSave
+	for _, st := range stages {
+		for _, ps := range st.Steps {
+			out = append(out, store.StepSave{Idx: ps.Index, Name: ps.Name, State: "pending",
+				IdempotencyKey: stepKey(taskID, team, params, ps)})
+		}
+	}
+	return out, nil
+}
+
+// stepKey is a planned step's idempotency key: derived from the task, the
+// step and its rendered inputs (a step whose inputs do not render gets
+// the error as its input, as the run would).
+func stepKey(taskID, team string, params map[string]any, ps pipeline.PlannedStep) string {
+	with := map[string]any{}
+	if len(ps.Step.With) > 0 {
+		var err error
+		if with, err = render(ps.Step.With, templateData(taskID, team, params, ps)); err != nil {
+			with = map[string]any{"render_error": err.Error()}
+		}
+	}
+	return idempotencyKey(taskID, ps, with)
+}
+
+// templateData is what templates in `with` see.
+func templateData(taskID, team string, params map[string]any, ps pipeline.PlannedStep) map[string]any {
+	return map[string]any{
+		"params": params,
+		"task":   map[string]any{"id": taskID, "team": team},
+		"item":   ps.Item,
+	}
+}
