@@ -10,8 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/store"
-	"flightdeck/workflow/saga"
 	"flightdeck/views/pages"
+	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
 

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"flightdeck/store"
-	"flightdeck/workflow/saga"
 	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
 
