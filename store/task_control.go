@@ -45,6 +45,10 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 			return ErrTerminal
 		case (st == task.StatePending || st == task.StateScheduled) && !ranSteps:
 			msg := "Cancelled by " + actor + " before it ran"
+			// the steps stored at submit will never run
+			if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
+				return interpretError(err)
+			}
 			return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Finished: true, Error: &msg, Cancel: true},
 				[]task.Event{
 					{Type: task.EventTaskState, Status: task.StatusLog, Message: msg, Data: data},

@@ -159,7 +159,7 @@ func TestCancel(t *testing.T) {
 	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
 	other := testfactory.User(t, st, "b@rival.test", "rival", auth.RoleAdmin)
 
-	pending := testfactory.Task(t, st, u, nil)
+	pending := testfactory.Task(t, st, u, &testfactory.TaskOpts{Steps: []string{"one", "two"}})
 	_, err := st.TaskCancel(ctx, other.TeamIDs(), pending.ID, "b@rival.test")
 	require.ErrorIs(t, err, store.ErrNotFound, "another team's task does not exist")
 	got, err := st.TaskCancel(ctx, u.TeamIDs(), pending.ID, "a@acme.test")
@@ -170,6 +170,12 @@ func TestCancel(t *testing.T) {
 	evs, err := st.EventList(ctx, u.TeamIDs(), pending.ID, 0, 0)
 	require.NoError(t, err)
 	require.Equal(t, task.EventTaskCancelled, evs[len(evs)-1].Type)
+	steps, err := st.StepList(ctx, pending.ID)
+	require.NoError(t, err)
+	require.Len(t, steps, 2)
+	for _, s := range steps {
+		require.Equal(t, "skipped", s.State, "a step of a task cancelled before it ran never runs")
+	}
 
 	running := testfactory.Task(t, st, u, nil)
 	claimed, err := st.TaskClaim(ctx, "w1", 1, time.Minute)

@@ -2,6 +2,7 @@
 package testfactory
 
 import (
+	"fmt"
 	"time"
 
 	"testing"
@@ -34,6 +35,9 @@ type TaskOpts struct {
 	// ConcurrencyKey and ConcurrencyPolicy, as a pipeline's concurrency block renders them.
 	ConcurrencyKey    string
 	ConcurrencyPolicy string
+	// Steps names step rows stored with the task, pending, as a submit
+	// stores a deploy's planned steps (saga.NewDeploy); none by default.
+	Steps []string
 }
 
 // Task submits a task as u and returns it.
@@ -49,6 +53,12 @@ func Task(t testing.TB, st *store.Store, u *auth.User, opts *TaskOpts) *task.Tas
 	}
 	if p.Pipeline == "" {
 		p.Pipeline = "noop"
+	}
+	if len(opts.Steps) > 0 {
+		p.ID = store.NewTaskID()
+		for i, name := range opts.Steps {
+			p.Steps = append(p.Steps, store.StepSave{Idx: i + 1, Name: name, State: "pending", IdempotencyKey: fmt.Sprintf("%s-%d", p.ID, i+1)})
+		}
 	}
 	if p.Priority == 0 {
 		p.Priority = task.PriorityNormal
