@@ -129,9 +129,15 @@ func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest
 		if !ok {
 			return errInvalid("pipeline", "unknown pipeline %q", req.Pipeline)
 		}
-		params, ferr := pl.Validate(req.Params)
-		if ferr != nil {
-			return errInvalid(ferr.Field, "%s %s", ferr.Field, ferr.Message)
+		params, ferrs := pl.ValidateAll(req.Params)
+		if len(ferrs) > 0 {
+			e := errInvalid(ferrs[0].Field, "%s %s", ferrs[0].Field, ferrs[0].Message)
+			if len(ferrs) > 1 {
+				for _, fe := range ferrs {
+					e.Errors = append(e.Errors, FieldErrorJSON{Field: fe.Field, Message: fe.Message})
+				}
+			}
+			return e
 		}
 		if err := saga.NewDeploy(p, pl, params, team); err != nil {
 			return errInvalid("params", "%v", err)

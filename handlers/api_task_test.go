@@ -121,6 +121,22 @@ func TestSubmitTask(t *testing.T) {
 		require.Equal(t, before, countTasks(t, b), "no row written")
 	})
 
+	t.Run("EveryParamErrorListed", func(t *testing.T) {
+		r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"web-service","params":{"app":"Shop!","replicas":0}}`, nil)
+		require.Equal(t, http.StatusUnprocessableEntity, r.status, r.raw)
+		code, field := errCode(r)
+		require.Equal(t, "invalid", code)
+		require.Equal(t, "params.app", field, "field names the first")
+		errs := r.body["error"].(map[string]any)["errors"].([]any)
+		var fields []string
+		for _, e := range errs {
+			fields = append(fields, e.(map[string]any)["field"].(string))
+		}
+		require.Equal(t, []string{"params.app", "params.version", "params.replicas"}, fields)
+		r = b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"web-service","params":{"app":"shop"}}`, nil)
+		require.NotContains(t, r.body["error"], "errors", "one error: no list")
+	})
+
 	t.Run("TooLarge", func(t *testing.T) {
 		big := `{"kind":"agent","prompt":"` + strings.Repeat("x", 2<<20) + `"}`
 		r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, big, nil)

@@ -55,7 +55,7 @@ func (h *Handler) loadInbox(ctx context.Context, u *auth.User) (pages.ApprovalIn
 		if err != nil {
 			return p, err
 		}
-		p.Attention = taskRows(tasks)
+		p.Attention = taskRows(h.pipelines, tasks)
 	}
 	return p, nil
 }

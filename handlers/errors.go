@@ -21,8 +21,17 @@ type APIError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// Errors, an extension of the contract's body, lists every field that
+	// does not validate when there are several (Field names the first).
+	Errors []FieldErrorJSON `json:"errors,omitempty"`
 	// RetryAfter, when set, is sent as the Retry-After header (seconds).
 	RetryAfter int `json:"-"`
+}
+
+// FieldErrorJSON is one entry of APIError.Errors.
+type FieldErrorJSON struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
 }
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }

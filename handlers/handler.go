@@ -92,7 +92,7 @@ func newHandler(d Deps) *Handler {
 			logger.Error("Ignoring an entry of FLIGHTDECK_ALLOWED_ORIGINS", "origin", o, "error", err)
 		}
 	}
-	h.teamFeed = newTeamFeed(d.Store, hub, logger, reg)
+	h.teamFeed = newTeamFeed(d.Store, h.pipelines, hub, logger, reg)
 	h.dashFeed = newDashboardFeed(h, reg)
 	h.webhookGuard = d.WebhookGuard
 	if h.webhookGuard == nil {

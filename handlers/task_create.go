@@ -59,8 +59,20 @@ func (h *Handler) taskCreate(c echo.Context) error {
 	rerender := func(status int, flash string) error {
 		return h.render(c, status, "Submit "+p.Name, "tasks", pages.TaskNew(h.taskNewProps(c, p, values, fieldErrs, flash)))
 	}
-	if len(fieldErrs) > 0 {
-		return rerender(http.StatusUnprocessableEntity, "Some values need fixing.")
+	// Every field is checked, so every error shows at once: the values
+	// that parsed go to the validator, the others keep their parse error.
+	validated, ferrs := p.ValidateAll(mustJSON(params))
+	for _, fe := range ferrs {
+		name := strings.TrimPrefix(fe.Field, "params.")
+		if _, seen := fieldErrs[name]; !seen {
+			fieldErrs[name] = fe.Message
+		}
+	}
+	if len(fieldErrs) == 1 {
+		return rerender(http.StatusUnprocessableEntity, "One value needs fixing:")
+	}
+	if len(fieldErrs) > 1 {
+		return rerender(http.StatusUnprocessableEntity, fmt.Sprintf("%d values need fixing:", len(fieldErrs)))
 	}
 	team, err := deployTeam(u, c.FormValue("team"))
 	if err != nil {
@@ -69,11 +81,6 @@ func (h *Handler) taskCreate(c echo.Context) error {
 	prio, err := task.ParsePriority(values["priority"])
 	if err != nil {
 		return rerender(http.StatusUnprocessableEntity, err.Error())
-	}
-	validated, ferr := p.Validate(mustJSON(params))
-	if ferr != nil {
-		fieldErrs[strings.TrimPrefix(ferr.Field, "params.")] = ferr.Message
-		return rerender(http.StatusUnprocessableEntity, "Some values need fixing.")
 	}
 	in := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, Priority: prio, MaxAttempts: 5, MaxPending: h.cfg.MaxPending}
 	if err := saga.NewDeploy(&in, p, validated, team.Team); err != nil {

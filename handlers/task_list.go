@@ -26,7 +26,7 @@ func (h *Handler) taskList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p.Tasks, p.Next = taskRows(tasks), next
+	p.Tasks, p.Next = taskRows(h.pipelines, tasks), next
 	return h.render(c, http.StatusOK, "Tasks", "tasks", pages.TaskList(p))
 }
 
@@ -50,19 +50,4 @@ func (h *Handler) taskListFilters(c echo.Context) (pages.TaskListProps, error) {
 func matches(p pages.TaskListProps, t *task.Task) bool {
 	return (p.State == "" || p.State == string(t.State)) && (p.Pipeline == "" || p.Pipeline == t.Pipeline) &&
 		(p.CreatedBy == "" || p.CreatedBy == t.CreatedBy)
-}
-
-func taskRows(tasks []*task.Task) []pages.TaskRow {
-	rows := make([]pages.TaskRow, len(tasks))
-	for i, t := range tasks {
-		rows[i] = taskRow(t)
-	}
-	return rows
-}
-
-func taskRow(t *task.Task) pages.TaskRow {
-	return pages.TaskRow{
-		ID: t.ID, Kind: string(t.Kind), Pipeline: t.Pipeline, State: string(t.State),
-		Priority: t.Priority.String(), CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
-	}
 }

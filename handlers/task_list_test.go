@@ -88,8 +88,37 @@ func TestTaskListFiltersAndLiveRows(t *testing.T) {
 	rival := r.body["id"].(string)
 	b.api(t, "PATCH", "/api/v1/tasks/"+rival, b.bobToken, `{"priority":"high"}`, nil)
 	b.api(t, "PATCH", "/api/v1/tasks/"+noop, b.aliceToken, `{"priority":"low"}`, nil)
-	next(`<td>low</td>`, func(f string) {
+	next(`data-testid="task-priority">low<`, func(f string) {
 		require.NotContains(t, f, rival)
 		require.NotContains(t, f, `data-testid="new-tasks"`)
 	})
+}
+
+func TestTaskListColumns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.browser(t)
+	b.login(t, c, "alice@acme.test", testPassword)
+	r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"web-service","params":{"app":"shop","version":"1.2.3","env":"production"}}`, nil)
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+	id := r.body["id"].(string)
+
+	res, body := b.get(t, c, "/tasks", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+	require.NoError(t, err)
+	var heads []string
+	doc.Find(`[data-testid="task-list"] th`).Each(func(_ int, s *goquery.Selection) { heads = append(heads, s.Text()) })
+	require.Equal(t, []string{"Task", "Target", "Version", "State", "Duration", "Who", "When"}, heads)
+	row := doc.Find("#task-row-" + id)
+	require.Equal(t, "shop · production", strings.TrimSpace(row.Find(`[data-testid="task-target"]`).Text()))
+	require.Equal(t, "app=shop, env=production", row.Find(`[data-testid="task-target"] span`).AttrOr("title", ""))
+	require.Equal(t, "1.2.3", strings.TrimSpace(row.Find(`[data-testid="task-version"]`).Text()))
+	require.Equal(t, "not started", strings.TrimSpace(row.Find(`[data-testid="task-duration"]`).Text()))
+	require.Equal(t, "alice@acme.test", row.Find(`[data-testid="task-who"]`).Text())
+	when := row.Find(`[data-testid="task-when"] time`)
+	require.Equal(t, "just now", when.Text())
+	require.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$`, when.AttrOr("title", ""), "exact on hover")
+	require.Equal(t, id, row.Find(`[data-testid="task-id"]`).Text(), "the full id")
+	require.Equal(t, id, row.Find(`[data-testid="copy-id"]`).AttrOr("data-copy", ""))
 }

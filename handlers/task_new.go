@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -23,12 +24,15 @@ func (h *Handler) taskNew(c echo.Context) error {
 }
 
 func (h *Handler) taskNewProps(c echo.Context, p *pipeline.Pipeline, values map[string]string, errs map[string]string, flash string) pages.TaskNewProps {
-	props := pages.TaskNewProps{Pipeline: p.Name, Description: p.Description, CSRFToken: csrfToken(c), Error: flash, Priority: "normal"}
+	props := pages.TaskNewProps{Pipeline: p.Name, Description: p.Description, CSRFToken: csrfToken(c), Error: flash, Priority: "normal",
+		Approvals: approvalNotes(p)}
 	for _, pl := range h.pipelines.All() {
 		props.Pipelines = append(props.Pipelines, pl.Name)
 	}
+	focused := false
 	for _, prm := range p.Params {
-		f := pages.FormField{Name: prm.Name, Type: prm.Type, Options: prm.Values, Required: prm.Required, Secret: prm.Secret, Pattern: prm.Pattern, Min: prm.Min, Max: prm.Max}
+		f := pages.FormField{Name: prm.Name, Type: prm.Type, Options: prm.Values, Required: prm.Required, Secret: prm.Secret,
+			Hint: prm.Describe(), Pattern: prm.HTMLPattern(), MaxLength: prm.MaxLen(), Min: prm.Min, Max: prm.Max}
 		if prm.Default != nil {
 			f.Value = toString(prm.Default)
 		}
@@ -36,10 +40,25 @@ func (h *Handler) taskNewProps(c echo.Context, p *pipeline.Pipeline, values map[
 			f.Value = v
 		}
 		f.Error = errs[prm.Name]
+		if f.Error != "" && strings.Contains(f.Error, f.Hint) {
+			f.Hint = "" // the error says it already
+		}
+		if f.Error != "" && !focused {
+			f.Focus, focused = true, true
+		}
 		props.Fields = append(props.Fields, f)
 	}
 	if v := values["priority"]; v != "" {
 		props.Priority = v
 	}
 	return props
+}
+
+// approvalNotes says which of p's steps wait for whom.
+func approvalNotes(p *pipeline.Pipeline) []pages.ApprovalNote {
+	var out []pages.ApprovalNote
+	for _, r := range p.ApprovalRules() {
+		out = append(out, pages.ApprovalNote{Step: r.Step, Roles: r.Roles, When: r.When, Expr: r.Expr})
+	}
+	return out
 }

@@ -36,10 +36,40 @@ func TestSubmitFormAndTaskPage(t *testing.T) {
 		require.NoError(t, err)
 		return res, doc
 	}
-	res, doc = post(url.Values{"pipeline": {"web-service"}, "app": {"Bad App!"}, "version": {"1.0"}, "env": {"staging"}})
+	// The schema's constraints are the inputs' attributes.
+	app := doc.Find(`[data-testid="field-app"]`)
+	require.Equal(t, "31", app.AttrOr("maxlength", ""))
+	require.Equal(t, `[a-z](?:[\u{2d}0-9a-z]){0,30}`, app.AttrOr("pattern", ""))
+	require.True(t, app.Is("[required]"))
+	require.Equal(t, "40", doc.Find(`[data-testid="field-version"]`).AttrOr("maxlength", ""))
+	require.Equal(t, "1", doc.Find(`[data-testid="field-replicas"]`).AttrOr("min", ""))
+	require.Equal(t, "5", doc.Find(`[data-testid="field-replicas"]`).AttrOr("max", ""))
+	require.Equal(t, "lowercase letters, digits and dashes, starting with a letter, up to 31 characters", doc.Find(`[data-testid="hint-app"]`).Text())
+	require.Equal(t, "hint-app", app.AttrOr("aria-describedby", ""))
+	require.Contains(t, doc.Find(`[data-testid="form-approvals"]`).Text(), "deploy_container waits for approver or admin")
+	require.Contains(t, doc.Find(`[data-testid="form-approvals"]`).Text(), "when env is production")
+
+	// Every error at once, each at its field, the first one focused.
+	res, doc = post(url.Values{"pipeline": {"web-service"}, "app": {"Bad App!"}, "version": {strings.Repeat("1", 5000)},
+		"env": {"staging"}, "replicas": {"9"}})
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
-	require.Contains(t, doc.Find(`[data-testid="error-app"]`).Text(), "must match")
+	require.Equal(t, "app must be lowercase letters, digits and dashes, starting with a letter, up to 31 characters",
+		doc.Find(`[data-testid="error-app"]`).Text())
+	require.Equal(t, "version must be at most 40 characters (this one has 5000)", doc.Find(`[data-testid="error-version"]`).Text())
+	require.Equal(t, "replicas must be at most 5", doc.Find(`[data-testid="error-replicas"]`).Text())
+	require.Contains(t, doc.Find(`[data-testid="form-error"]`).Text(), "3 values need fixing")
+	require.Equal(t, 3, doc.Find(`[aria-invalid="true"]`).Length())
+	require.Equal(t, "err-app", doc.Find(`[data-testid="field-app"]`).AttrOr("aria-describedby", ""), "the error repeats the hint")
+	require.Equal(t, "err-replicas hint-replicas", doc.Find(`[data-testid="field-replicas"]`).AttrOr("aria-describedby", ""))
+	require.Equal(t, 1, doc.Find(`[autofocus]`).Length())
+	require.Equal(t, "app", doc.Find(`[autofocus]`).AttrOr("name", ""), "the first invalid field has the focus")
+	require.NotContains(t, doc.Find(`[data-testid="task-form"]`).Text(), "^[a-z]", "no raw pattern in the form")
 	require.Equal(t, "Bad App!", doc.Find(`[data-testid="field-app"]`).AttrOr("value", ""), "the value is kept")
+	res, doc = post(url.Values{"pipeline": {"web-service"}, "app": {"shop"}, "replicas": {"many"}})
+	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
+	require.Equal(t, "version is required", doc.Find(`[data-testid="error-version"]`).Text())
+	require.Equal(t, "replicas must be a whole number", doc.Find(`[data-testid="error-replicas"]`).Text())
+	require.Equal(t, "version", doc.Find(`[autofocus]`).AttrOr("name", ""))
 	require.Equal(t, 0, countTasks(t, b))
 
 	res, _ = post(url.Values{"pipeline": {"noop"}, "priority": {"high"}})

@@ -14,6 +14,7 @@ import (
 	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/event"
+	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/task"
 )
 
@@ -34,10 +35,11 @@ const (
 // under mu, one change at a time: a deliver func must not block
 // (wsConn.send does not: a full send buffer closes the socket).
 type teamFeed struct {
-	store  *store.Store
-	hub    *event.Hub
-	logger *slog.Logger
-	loads  prometheus.Counter
+	store     *store.Store
+	pipelines *pipeline.Catalog // for the rows' targets and versions
+	hub       *event.Hub
+	logger    *slog.Logger
+	loads     prometheus.Counter
 
 	mu     sync.Mutex
 	byTeam map[string]map[*teamSub]struct{}
@@ -54,8 +56,9 @@ type teamSub struct {
 // taskChange is one loaded change, shared read-only by all its receivers:
 // the API frame is marshalled once, the list row rendered at most once.
 type taskChange struct {
-	task  *task.Task
-	frame []byte // {"type":"task","task":…}
+	task      *task.Task
+	frame     []byte            // {"type":"task","task":…}
+	pipelines *pipeline.Catalog // for the row
 
 	rowOnce sync.Once
 	row     []byte
@@ -64,13 +67,13 @@ type taskChange struct {
 func (c *taskChange) rowHTML() []byte {
 	c.rowOnce.Do(func() {
 		var buf bytes.Buffer
-		_ = pages.TaskListRow(taskRow(c.task)).Render(context.Background(), &buf)
+		_ = pages.TaskListRow(taskRow(c.pipelines, c.task, time.Now())).Render(context.Background(), &buf)
 		c.row = buf.Bytes()
 	})
 	return c.row
 }
 
-func newTeamFeed(st *store.Store, hub *event.Hub, logger *slog.Logger, reg *prometheus.Registry) *teamFeed {
+func newTeamFeed(st *store.Store, cat *pipeline.Catalog, hub *event.Hub, logger *slog.Logger, reg *prometheus.Registry) *teamFeed {
 	loads := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "flightdeck_ws_team_feed_loads_total",
 		Help: "Queries the team feed made to load changed tasks (one per batch of changes, however many sockets watch).",
@@ -80,7 +83,7 @@ func newTeamFeed(st *store.Store, hub *event.Hub, logger *slog.Logger, reg *prom
 			loads = are.ExistingCollector.(prometheus.Counter)
 		}
 	}
-	return &teamFeed{store: st, hub: hub, logger: logger, loads: loads, byTeam: map[string]map[*teamSub]struct{}{}}
+	return &teamFeed{store: st, pipelines: cat, hub: hub, logger: logger, loads: loads, byTeam: map[string]map[*teamSub]struct{}{}}
 }
 
 // subscribe delivers the changes of teamIDs' tasks until the returned func
@@ -209,7 +212,7 @@ func (f *teamFeed) fanOut(ctx context.Context, tasks []*task.Task, sent map[stri
 			f.logger.Error("Team feed could not encode a task", "task_id", t.ID, "error", err)
 			continue
 		}
-		c := &taskChange{task: t, frame: frame}
+		c := &taskChange{task: t, frame: frame, pipelines: f.pipelines}
 		f.mu.Lock()
 		if ctx.Err() != nil {
 			f.mu.Unlock()

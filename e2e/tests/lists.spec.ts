@@ -57,3 +57,48 @@ test('an approver decides from "Needs my approval"', async ({ browser }) => {
   await expect(dev.locator('#task-state [data-testid="state-badge"]')).toHaveAttribute('data-state', 'completed');
   await expect(dev.getByTestId('approval-decision')).toContainText('approved by approver@demo.local');
 });
+
+test('the task list tells deploys apart: target, version, duration, who, when, full id', async ({ browser }) => {
+  const context = await browser.newContext();
+  await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+  const dev = await context.newPage();
+  await dev.goto('/login');
+  await dev.getByTestId('login-email').fill('dev@demo.local');
+  await dev.getByTestId('login-password').fill(process.env.FLIGHTDECK_DEV_PASSWORD ?? 'e2e-demo-password');
+  await dev.getByTestId('login-submit').click();
+  await expect(dev).toHaveURL(/\/tasks$/);
+
+  const submit = async (app: string, version: string) => {
+    await dev.goto('/tasks/new?pipeline=noop-service');
+    await dev.getByTestId('field-app').fill(app);
+    await dev.getByTestId('field-version').fill(version);
+    await dev.getByTestId('submit-task').click();
+    await expect(dev).toHaveURL(/\/tasks\/[0-9a-f-]{36}$/);
+    return dev.url().split('/').pop()!;
+  };
+  const shop = await submit('shop', '1.2.0');
+  const cart = await submit('cart', '2.0.0-rc1');
+
+  await dev.setViewportSize({ width: 1400, height: 900 });
+  await dev.goto('/tasks');
+  const heads = dev.getByTestId('task-list').locator('th');
+  await expect(heads).toHaveText(['Task', 'Target', 'Version', 'State', 'Duration', 'Who', 'When']);
+  for (const [id, target, version] of [[shop, 'shop · staging', '1.2.0'], [cart, 'cart · staging', '2.0.0-rc1']]) {
+    const row = dev.locator(`#task-row-${id}`);
+    await expect(row).toHaveAttribute('data-state', 'completed');
+    await expect(row.getByTestId('task-target')).toHaveText(target);
+    await expect(row.getByTestId('task-version')).toHaveText(version);
+    await expect(row.getByTestId('task-duration')).toHaveText(/^\d+s$/);
+    await expect(row.getByTestId('task-who')).toHaveText('dev@demo.local');
+    await expect(row.getByTestId('task-when').locator('time')).toHaveAttribute('title', /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    await expect(row.getByTestId('task-id')).toHaveText(id);
+  }
+  // Tasks created together differ in their full ids, which copy whole.
+  await dev.locator(`#task-row-${cart}`).getByTestId('copy-id').click();
+  await expect(dev.locator(`#task-row-${cart}`).getByTestId('copy-id')).toHaveText('Copied');
+  expect(await dev.evaluate(() => navigator.clipboard.readText())).toBe(cart);
+  await dev.screenshot({ path: '/tmp/lists-task-list-1400.png', fullPage: true });
+  await dev.setViewportSize({ width: 390, height: 844 });
+  await dev.screenshot({ path: '/tmp/lists-task-list-390.png', fullPage: true });
+  await context.close();
+});

@@ -15,7 +15,15 @@ type LoginProps struct {
 // TaskRow is one task in the list.
 type TaskRow struct {
 	ID, Kind, Pipeline, State, Priority, CreatedBy string
-	CreatedAt                                      time.Time
+	// Target names what a deploy goes to ("shop · production"; an agent
+	// task: the start of its prompt), TargetTitle the same with the
+	// params' names; Version is its version param ("" for none).
+	Target, TargetTitle, Version string
+	CreatedAt                    time.Time
+	Ago                          string     // CreatedAt relative to the render ("5 min ago")
+	StartedAt                    *time.Time // nil: not started yet
+	Duration                     string     // finished - started, or so far ("" before the start)
+	Running                      bool       // not finished: the duration ticks in the browser
 }
 
 // TaskListProps are the inputs of TaskList.
@@ -52,6 +60,7 @@ type ErrorProps struct {
 // PipelineParam describes one parameter for people.
 type PipelineParam struct {
 	Name, Description string
+	Pattern           string // the exact rule, for those who read regular expressions
 	Required, Secret  bool
 }
 
@@ -60,6 +69,7 @@ type PipelineRow struct {
 	Name, Description string
 	Params            []PipelineParam
 	Steps             []string
+	Approvals         []ApprovalNote
 }
 
 // PipelineListProps are the inputs of PipelineList.
@@ -111,12 +121,27 @@ type HealthRow struct {
 	MeanTimeToRestore time.Duration
 }
 
-// FormField is one generated input of the submit form.
+// FormField is one generated input of the submit form. Its constraint
+// attributes come from the parameter's schema; the server checks the same.
 type FormField struct {
-	Name, Type, Value, Error, Pattern string
-	Options                           []string
-	Required, Secret                  bool
-	Min, Max                          *int64
+	Name, Type, Value string
+	Error             string // what is wrong, after the name ("is required")
+	Hint              string // what the value must look like, in words
+	Pattern           string // for the pattern attribute (the browser's dialect); "" for none
+	MaxLength         int    // 0: none
+	Options           []string
+	Required, Secret  bool
+	Min, Max          *int64
+	Focus             bool // the first field with an error: focused on load
+}
+
+// ApprovalNote says that a step waits for a person: which roles decide
+// (never the task's creator) and when.
+type ApprovalNote struct {
+	Step  string
+	Roles []string
+	When  string // in words; "" with Expr "" means always
+	Expr  string // the condition as written, when no words fit
 }
 
 // TaskNewProps are the inputs of TaskNew.
@@ -124,6 +149,18 @@ type TaskNewProps struct {
 	Pipeline, Description, Priority, CSRFToken, Error string
 	Pipelines                                         []string
 	Fields                                            []FormField
+	Approvals                                         []ApprovalNote
+}
+
+// Invalid lists the fields with an error, in form order.
+func (p TaskNewProps) Invalid() []FormField {
+	var out []FormField
+	for _, f := range p.Fields {
+		if f.Error != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // InboxItem is one decision waiting in "Needs my approval".

@@ -12,30 +12,6 @@ import (
 	"flightdeck/workflow/task"
 )
 
-// versionNames are parameter names that hold what a deploy ships: the
-// parameter a rollback changes. "version" wins; otherwise the first string
-// or enum parameter named like one of these (or ending in _version).
-var versionNames = []string{"version", "tag", "image_tag", "ref", "git_ref", "commit", "sha", "revision", "release"}
-
-// versionParam names p's version-like parameter, or "" when it has none.
-func versionParam(p *pipeline.Pipeline) string {
-	for _, name := range versionNames {
-		for _, prm := range p.Params {
-			if prm.Name == name && (prm.Type == "string" || prm.Type == "enum") && !prm.Secret {
-				return name
-			}
-		}
-		if name == "version" {
-			for _, prm := range p.Params {
-				if strings.HasSuffix(prm.Name, "_version") && (prm.Type == "string" || prm.Type == "enum") && !prm.Secret {
-					return prm.Name
-				}
-			}
-		}
-	}
-	return ""
-}
-
 // rollbackTarget is what identifies a deploy target of a pipeline: values of
 // its parameters other than the version and secrets (credentials are not
 // identity, and the model never sees them).
@@ -51,7 +27,7 @@ type rollbackTarget struct {
 // minus its version. Without one, only the given parameters are compared:
 // pinning every parameter would leave nothing to roll back.
 func newTarget(p *pipeline.Pipeline, given map[string]any) (*rollbackTarget, error) {
-	ver := versionParam(p)
+	ver := p.VersionParam()
 	shadow := &pipeline.Pipeline{Name: p.Name}
 	for _, prm := range p.Params {
 		v, ok := given[prm.Name]
@@ -112,24 +88,8 @@ func canon(v any) string {
 	return string(b)
 }
 
-// matches says whether a deploy's params belong to the target. A parameter
-// an older deploy lacks (added to the pipeline since) counts as its default.
-func (t *rollbackTarget) matches(params map[string]any) bool {
-	for _, prm := range t.p.Params {
-		want, ok := t.values[prm.Name]
-		if !ok {
-			continue
-		}
-		got, ok := params[prm.Name]
-		if !ok || got == nil {
-			got = prm.Default
-		}
-		if canon(got) != canon(want) {
-			return false
-		}
-	}
-	return true
-}
+// matches says whether a deploy's params belong to the target.
+func (t *rollbackTarget) matches(params map[string]any) bool { return t.p.InTarget(t.values, params) }
 
 // state is what a rollback changes: the version, or without one every
 // parameter but secrets.
@@ -218,7 +178,7 @@ func prepareRollback(ctx context.Context, e *Env, args map[string]any) (json.Raw
 	if byTask {
 		// The task's params minus its version and secrets are the target.
 		for _, prm := range p.Params {
-			if prm.Secret || prm.Name == versionParam(p) {
+			if prm.Secret || prm.Name == p.VersionParam() {
 				delete(given, prm.Name)
 			}
 		}

@@ -2,6 +2,12 @@ package pipeline
 
 import "time"
 
+// Hints of the built-in pipelines' patterns, in words.
+const (
+	hintApp     = "lowercase letters, digits and dashes, starting with a letter, up to 31 characters"
+	hintVersion = "letters, digits, dots, plus and minus signs, up to 40 characters (1.2.3, 2024.06.1-rc1)"
+)
+
 // Builtin returns the pipelines every server offers: these and the
 // examples (examples/*.yaml).
 func Builtin() []*Pipeline {
@@ -26,8 +32,8 @@ func Builtin() []*Pipeline {
 			Name:        "web-service",
 			Description: "Deploy a web service with DNS, TLS, an instance and monitoring",
 			Params: []Param{
-				{Name: "app", Type: "string", Pattern: `^[a-z][a-z0-9-]{0,30}$`, Required: true},
-				{Name: "version", Type: "string", Pattern: `^[0-9A-Za-z.+-]{1,40}$`, Required: true},
+				{Name: "app", Type: "string", Pattern: `^[a-z][a-z0-9-]{0,30}$`, Required: true, Hint: hintApp},
+				{Name: "version", Type: "string", Pattern: `^[0-9A-Za-z.+-]{1,40}$`, Required: true, Hint: hintVersion},
 				{Name: "env", Type: "enum", Values: []string{"staging", "production"}, Default: "staging"},
 				{Name: "replicas", Type: "int", Min: &one, Max: &five, Default: 1},
 			},

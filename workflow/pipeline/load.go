@@ -314,7 +314,7 @@ func (l *loader) param(n *yaml.Node, i int) (Param, error) {
 		return Param{}, err
 	}
 	m.what = fmt.Sprintf("parameter %q", prm.Name)
-	if err := m.only(l, "name", "type", "pattern", "values", "min", "max", "default", "required", "secret"); err != nil {
+	if err := m.only(l, "name", "type", "pattern", "values", "min", "max", "default", "required", "secret", "hint", "max_length"); err != nil {
 		return Param{}, err
 	}
 	if first, dup := l.paramAt[prm.Name]; dup {
@@ -344,7 +344,8 @@ func (l *loader) param(n *yaml.Node, i int) (Param, error) {
 	for _, f := range []struct {
 		key   string
 		types []string
-	}{{"values", []string{"enum"}}, {"pattern", []string{"string", "list"}}, {"min", []string{"int"}}, {"max", []string{"int"}}} {
+	}{{"values", []string{"enum"}}, {"pattern", []string{"string", "list"}}, {"min", []string{"int"}}, {"max", []string{"int"}},
+		{"max_length", []string{"string", "list"}}} {
 		if p := m.get(f.key); p != nil && !slices.Contains(f.types, prm.Type) {
 			return Param{}, l.errf(p.key, "%s: %s does not apply to type %s", m.what, f.key, prm.Type)
 		}
@@ -368,6 +369,22 @@ func (l *loader) param(n *yaml.Node, i int) (Param, error) {
 			}
 			n := int64(v)
 			*f.dst = &n
+		}
+	}
+	if ml := m.get("max_length"); ml != nil {
+		v, err := l.integer(m.what, ml)
+		if err != nil {
+			return Param{}, err
+		}
+		n := int64(v)
+		prm.MaxLength = &n
+		if err := prm.compile(); err != nil {
+			return Param{}, l.errf(ml.val, "%v", err)
+		}
+	}
+	if h := m.get("hint"); h != nil {
+		if prm.Hint, err = l.str(m.what, h); err != nil {
+			return Param{}, err
 		}
 	}
 	if prm.Min != nil && prm.Max != nil && *prm.Min > *prm.Max {

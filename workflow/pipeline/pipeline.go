@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Param declares one parameter of a pipeline.
@@ -26,8 +27,16 @@ type Param struct {
 	Default  any      `json:"default,omitempty" yaml:"default"`
 	Required bool     `json:"required,omitempty" yaml:"required"`
 	Secret   bool     `json:"secret,omitempty" yaml:"secret"`
+	// Hint says in words what the value must look like ("lowercase
+	// letters, digits and dashes, up to 31"): forms and errors show it
+	// instead of the pattern.
+	Hint string `json:"hint,omitempty" yaml:"hint"`
+	// MaxLength bounds a string's (or each list item's) length in
+	// characters; unset, an anchored finite pattern implies it (MaxLen).
+	MaxLength *int64 `json:"max_length,omitempty" yaml:"max_length"`
 
-	re *regexp.Regexp
+	re         *regexp.Regexp
+	patternMax int // the bound the pattern implies, 0 for none
 }
 
 // Pipeline is a named, parameterised list of steps.
@@ -150,6 +159,10 @@ func (p *Param) compile() error {
 			return fmt.Errorf("parameter %s: bad pattern: %w", p.Name, err)
 		}
 		p.re = re
+		p.patternMax = patternMaxLen(p.Pattern)
+	}
+	if p.MaxLength != nil && (*p.MaxLength < 1 || *p.MaxLength > maxStringParam) {
+		return fmt.Errorf("parameter %s: max_length must be between 1 and %d", p.Name, maxStringParam)
 	}
 	if p.Default != nil {
 		if _, ferr := p.check(p.Default); ferr != "" {
@@ -160,9 +173,20 @@ func (p *Param) compile() error {
 }
 
 // Validate checks params (a JSON object) against the schema and returns
-// them with defaults applied. Unknown parameters are refused: a typo must
-// not silently deploy with a default.
+// them with defaults applied, or the first error of ValidateAll.
 func (p *Pipeline) Validate(raw json.RawMessage) (map[string]any, *FieldError) {
+	out, errs := p.ValidateAll(raw)
+	if len(errs) > 0 {
+		return nil, &errs[0]
+	}
+	return out, nil
+}
+
+// ValidateAll checks params (a JSON object) against the schema and returns
+// them with defaults applied, or every error: one per parameter, in the
+// schema's order, then unknown parameters by name. Unknown parameters are
+// refused: a typo must not silently deploy with a default.
+func (p *Pipeline) ValidateAll(raw json.RawMessage) (map[string]any, []FieldError) {
 	var in map[string]any
 	// An empty object, the params of most tasks, needs no decoder (the
 	// saga validates on every run).
@@ -170,26 +194,26 @@ func (p *Pipeline) Validate(raw json.RawMessage) (map[string]any, *FieldError) {
 		dec := json.NewDecoder(bytes.NewReader(t))
 		dec.UseNumber()
 		if err := dec.Decode(&in); err != nil || in == nil {
-			return nil, &FieldError{Field: "params", Message: "must be a JSON object"}
+			return nil, []FieldError{{Field: "params", Message: "must be a JSON object"}}
 		}
 	}
 	out := make(map[string]any, len(p.Params))
+	var errs []FieldError
 	for i := range p.Params {
 		prm := &p.Params[i]
 		v, ok := in[prm.Name]
 		if !ok || v == nil {
 			if prm.Default != nil {
 				out[prm.Name] = normalizeDefault(prm.Default)
-				continue
-			}
-			if prm.Required {
-				return nil, &FieldError{Field: "params." + prm.Name, Message: "is required"}
+			} else if prm.Required {
+				errs = append(errs, FieldError{Field: "params." + prm.Name, Message: "is required"})
 			}
 			continue
 		}
 		val, msg := prm.check(v)
 		if msg != "" {
-			return nil, &FieldError{Field: "params." + prm.Name, Message: msg}
+			errs = append(errs, FieldError{Field: "params." + prm.Name, Message: msg})
+			continue
 		}
 		out[prm.Name] = val
 	}
@@ -199,9 +223,12 @@ func (p *Pipeline) Validate(raw json.RawMessage) (map[string]any, *FieldError) {
 			unknown = append(unknown, k)
 		}
 	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, &FieldError{Field: "params." + unknown[0], Message: fmt.Sprintf("unknown parameter of pipeline %s", p.Name)}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		errs = append(errs, FieldError{Field: "params." + k, Message: fmt.Sprintf("unknown parameter of pipeline %s", p.Name)})
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	return out, nil
 }
@@ -251,8 +278,8 @@ func (p *Param) check(v any) (any, string) {
 		if !ok {
 			return nil, "must be a string"
 		}
-		if len(s) > maxStringParam {
-			return nil, fmt.Sprintf("must be at most %d bytes", maxStringParam)
+		if msg := p.checkLen(s); msg != "" {
+			return nil, msg
 		}
 		if strings.ContainsRune(s, 0) {
 			return nil, "must not contain NUL bytes"
@@ -266,7 +293,7 @@ func (p *Param) check(v any) (any, string) {
 			return nil, "must be one of " + strings.Join(p.Values, ", ")
 		}
 		if p.re != nil && !p.re.MatchString(s) {
-			return nil, "must match " + p.Pattern
+			return nil, p.patternMessage()
 		}
 		return s, ""
 	case "int":
@@ -314,17 +341,40 @@ func (p *Param) check(v any) (any, string) {
 		out := make([]string, len(items))
 		for i, it := range items {
 			s, ok := it.(string)
-			if !ok || len(s) > maxStringParam {
+			if !ok {
 				return nil, "must be a list of strings"
 			}
+			if msg := p.checkLen(s); msg != "" {
+				return nil, fmt.Sprintf("item %d %s", i+1, msg)
+			}
 			if p.re != nil && !p.re.MatchString(s) {
-				return nil, fmt.Sprintf("item %d must match %s", i, p.Pattern)
+				return nil, fmt.Sprintf("item %d %s", i+1, p.patternMessage())
 			}
 			out[i] = s
 		}
 		return out, ""
 	}
 	return nil, "has an unknown type"
+}
+
+// checkLen bounds a string by MaxLen (in characters, as people count
+// them) and by the global limit (in bytes, which is what it protects).
+func (p *Param) checkLen(s string) string {
+	if n := p.MaxLen(); n > 0 && utf8.RuneCountInString(s) > n {
+		return fmt.Sprintf("must be at most %d characters (this one has %d)", n, utf8.RuneCountInString(s))
+	}
+	if len(s) > maxStringParam {
+		return fmt.Sprintf("must be at most %d bytes", maxStringParam)
+	}
+	return ""
+}
+
+// patternMessage says what a value that misses the pattern should be.
+func (p *Param) patternMessage() string {
+	if p.Hint != "" {
+		return "must be " + p.Hint
+	}
+	return "is not in the form this parameter accepts (see the pipeline's pattern)"
 }
 
 func normalizeDefault(v any) any {

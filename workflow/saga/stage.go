@@ -84,7 +84,7 @@ func (rn *run) approvals(todo []pipeline.PlannedStep) (*queue.Outcome, error) {
 		return nil, nil
 	}
 	if len(roles) == 0 {
-		roles = []string{"approver", "admin"}
+		roles = pipeline.ApprovalRolesDefault
 	}
 	if timeout <= 0 {
 		timeout = pipeline.ApprovalTimeoutDefault

@@ -1,0 +1,109 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"flightdeck/views/pages"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/task"
+)
+
+// taskRows and taskRow shape tasks for the list, its socket and the inbox
+// alike, so a live row looks like the one the page rendered.
+func taskRows(cat *pipeline.Catalog, tasks []*task.Task) []pages.TaskRow {
+	rows := make([]pages.TaskRow, len(tasks))
+	now := time.Now()
+	for i, t := range tasks {
+		rows[i] = taskRow(cat, t, now)
+	}
+	return rows
+}
+
+func taskRow(cat *pipeline.Catalog, t *task.Task, now time.Time) pages.TaskRow {
+	r := pages.TaskRow{
+		ID: t.ID, Kind: string(t.Kind), Pipeline: t.Pipeline, State: string(t.State),
+		Priority: t.Priority.String(), CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
+		Ago: ago(now.Sub(t.CreatedAt)), StartedAt: t.StartedAt,
+	}
+	if t.StartedAt != nil {
+		end := now
+		if t.FinishedAt != nil {
+			end = *t.FinishedAt
+		} else {
+			r.Running = !t.State.Terminal()
+		}
+		r.Duration = runTime(end.Sub(*t.StartedAt))
+	}
+	if t.Kind == task.KindAgent {
+		r.Target = excerpt(t.Prompt, 60)
+		return r
+	}
+	if p, ok := cat.Get(t.Pipeline); ok {
+		r.Target, r.TargetTitle, r.Version = deployTarget(p, t.Params)
+	}
+	return r
+}
+
+// deployTarget reads a deploy's target (the pipeline's target params, by
+// pipeline.TargetOf) and version (pipeline.VersionParam) from its public
+// params; secret ones are never shown.
+func deployTarget(p *pipeline.Pipeline, raw json.RawMessage) (target, title, version string) {
+	var params map[string]any
+	if json.Unmarshal(raw, &params) != nil {
+		return "", "", ""
+	}
+	tgt, vp := p.TargetOf(params), p.VersionParam()
+	var vals, named []string
+	for _, prm := range p.Params {
+		v, ok := tgt[prm.Name]
+		// The version has its own column (a default target may hold it).
+		if !ok || prm.Secret || v == nil || prm.Name == vp {
+			continue
+		}
+		s := toString(v)
+		vals, named = append(vals, s), append(named, prm.Name+"="+s)
+	}
+	if vp != "" && params[vp] != nil {
+		version = toString(params[vp])
+	}
+	return strings.Join(vals, " · "), strings.Join(named, ", "), version
+}
+
+// ago says how long ago, as people say it; static/js/app.js updates it
+// the same way while the page is open.
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d d ago", int(d.Hours()/24))
+}
+
+// duration is a run time at a glance: 45s, 3m 05s, 2h 03m (app.js too).
+func runTime(d time.Duration) string {
+	s := max(0, int(d.Seconds()))
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm %02ds", s/60, s%60)
+	}
+	return fmt.Sprintf("%dh %02dm", s/3600, s%3600/60)
+}
+
+// excerpt is the first line of s, cut to n characters.
+func excerpt(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}

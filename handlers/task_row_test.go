@@ -1,0 +1,63 @@
+package handlers
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/task"
+)
+
+func TestTaskRow(t *testing.T) {
+	t.Parallel()
+	secretApp := &pipeline.Pipeline{Name: "db", Params: []pipeline.Param{
+		{Name: "cluster", Type: "string"}, {Name: "image_tag", Type: "string"}, {Name: "password", Type: "string", Secret: true},
+	}}
+	cat, err := pipeline.NewCatalog(append(pipeline.Builtin(), secretApp)...)
+	require.NoError(t, err)
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { t := now.Add(-d); return &t }
+
+	t.Run("DeployTargetAndVersion", func(t *testing.T) {
+		t.Parallel()
+		r := taskRow(cat, &task.Task{ID: "x", Kind: task.KindDeploy, Pipeline: "web-service", State: task.StateCompleted,
+			Params: json.RawMessage(`{"app":"shop","version":"1.3","env":"staging","replicas":2}`), CreatedAt: *at(3 * time.Hour),
+			StartedAt: at(3 * time.Hour), FinishedAt: at(3*time.Hour - 95*time.Second)}, now)
+		require.Equal(t, "shop · staging", r.Target)
+		require.Equal(t, "app=shop, env=staging", r.TargetTitle)
+		require.Equal(t, "1.3", r.Version)
+		require.Equal(t, "1m 35s", r.Duration)
+		require.False(t, r.Running)
+		require.Equal(t, "3 h ago", r.Ago)
+	})
+
+	t.Run("SecretsNeverShown", func(t *testing.T) {
+		t.Parallel()
+		r := taskRow(cat, &task.Task{Kind: task.KindDeploy, Pipeline: "db", State: task.StateRunning,
+			Params: json.RawMessage(`{"cluster":"main","image_tag":"v7","password":"[REDACTED]"}`), CreatedAt: *at(time.Minute),
+			StartedAt: at(50 * time.Second)}, now)
+		require.Equal(t, "main", r.Target, "the default target, less the version param")
+		require.Equal(t, "v7", r.Version, "image_tag is the version by the rollback's rule")
+		require.Equal(t, "50s", r.Duration)
+		require.True(t, r.Running, "ticks in the browser")
+		require.Equal(t, "1 min ago", r.Ago)
+	})
+
+	t.Run("AgentAndUnknownPipeline", func(t *testing.T) {
+		t.Parallel()
+		r := taskRow(cat, &task.Task{Kind: task.KindAgent, State: task.StatePending, Prompt: "why is shop slow in production since this morning, and what changed?\nmore",
+			CreatedAt: *at(49 * time.Hour)}, now)
+		require.Equal(t, "why is shop slow in production since this morning, and what…", r.Target)
+		require.Equal(t, "", r.Duration)
+		require.Equal(t, "2 d ago", r.Ago)
+		r = taskRow(cat, &task.Task{Kind: task.KindDeploy, Pipeline: "gone", Params: json.RawMessage(`{"app":"x"}`), CreatedAt: now}, now)
+		require.Equal(t, "", r.Target)
+		require.Equal(t, "just now", r.Ago)
+	})
+
+	require.Equal(t, "2h 03m", runTime(2*time.Hour+3*time.Minute+59*time.Second))
+	require.Equal(t, "0s", runTime(-time.Second))
+}

@@ -1,0 +1,64 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// versionNames are parameter names that hold what a deploy ships: the
+// parameter a rollback changes and lists show as the version. "version"
+// wins; otherwise the first string or enum parameter named like one of
+// these (or ending in _version).
+var versionNames = []string{"version", "tag", "image_tag", "ref", "git_ref", "commit", "sha", "revision", "release"}
+
+// VersionParam names the pipeline's version-like parameter, or "" when it
+// has none. A secret parameter is never one: versions are shown.
+func (p *Pipeline) VersionParam() string {
+	shown := func(prm Param) bool { return (prm.Type == "string" || prm.Type == "enum") && !prm.Secret }
+	for _, name := range versionNames {
+		for _, prm := range p.Params {
+			if prm.Name == name && shown(prm) {
+				return name
+			}
+		}
+		if name == "version" {
+			for _, prm := range p.Params {
+				if strings.HasSuffix(prm.Name, "_version") && shown(prm) {
+					return prm.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// InTarget reports whether a deploy with params goes to target (param
+// values, e.g. TargetOf's): every value of target is the deploy's. A
+// parameter an older deploy lacks (added to the pipeline since) counts as
+// its default. Values compare as JSON, so params read back from the
+// database (float64) and validated ones (int64) are equal.
+func (p *Pipeline) InTarget(target, params map[string]any) bool {
+	for _, prm := range p.Params {
+		want, ok := target[prm.Name]
+		if !ok {
+			continue
+		}
+		got, ok := params[prm.Name]
+		if !ok || got == nil {
+			got = prm.Default
+		}
+		if canon(got) != canon(want) {
+			return false
+		}
+	}
+	return true
+}
+
+// canon is v's JSON text.
+func canon(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return string(b)
+}
