@@ -282,7 +282,7 @@ func TestWebhookNamesResolvingInside(t *testing.T) {
 	cfg, err := config.Load(func(string) string { return "" })
 	require.NoError(t, err)
 	cfg.APIRate = 1000
-	srv := httptest.NewServer(handlers.New(handlers.Deps{Config: cfg, Store: b.store, WebhookGuard: g}))
+	srv := httptest.NewServer(checkAPI(t, handlers.New(handlers.Deps{Config: cfg, Store: b.store, WebhookGuard: g})))
 	t.Cleanup(srv.Close)
 	b.srv = srv
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
 	"flightdeck/handlers"
@@ -32,6 +33,7 @@ const testPassword = "correct horse battery"
 // alice deploys for acme, bob is admin of rival.
 type testBundle struct {
 	srv        *httptest.Server
+	echo       *echo.Echo
 	pool       *pgxpool.Pool
 	store      *store.Store
 	aliceToken string
@@ -49,13 +51,6 @@ func setupWith(t *testing.T, tune func(*config.Config)) *testBundle {
 
 // setupCatalog is setupWith offering catalog's pipelines (nil: the built-in ones).
 func setupCatalog(t *testing.T, tune func(*config.Config), catalog *pipeline.Catalog) *testBundle {
-	t.Helper()
-	return setupDeps(t, tune, catalog, nil)
-}
-
-// setupDeps is setupCatalog with a last say on the handlers' dependencies,
-// given the server's base URL (known before it serves).
-func setupDeps(t *testing.T, tune func(*config.Config), catalog *pipeline.Catalog, tuneDeps func(d *handlers.Deps, baseURL string)) *testBundle {
 	t.Helper()
 	pool := dbtest.DB(t)
 	st := store.New(pool)
@@ -100,13 +95,11 @@ func setupDeps(t *testing.T, tune func(*config.Config), catalog *pipeline.Catalo
 	case <-time.After(10 * time.Second):
 		t.Fatal("the notifier did not connect")
 	}
-	b.srv = httptest.NewUnstartedServer(nil)
-	deps := handlers.Deps{Config: cfg, Store: st, Logger: logger, Hub: hub, Pipelines: catalog}
-	if tuneDeps != nil {
-		tuneDeps(&deps, "http://"+b.srv.Listener.Addr().String())
-	}
-	b.srv.Config.Handler = handlers.New(deps)
-	b.srv.Start()
+	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: logger, Hub: hub, Pipelines: catalog})
+	b.echo = e
+	// Every /api/v1 request and answer of the tests is checked against the
+	// OpenAPI document (openapi_check_test.go).
+	b.srv = httptest.NewServer(checkAPI(t, e))
 	t.Cleanup(b.srv.Close)
 	return b
 }

@@ -170,7 +170,7 @@ func TestDatabaseOutageAnswers503Quickly(t *testing.T) {
 	cfg, err := config.Load(func(string) string { return "" })
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError + 1}))
-	srv := httptest.NewServer(handlers.New(handlers.Deps{Store: store.New(pool), Config: cfg, Logger: logger}))
+	srv := httptest.NewServer(checkAPI(t, handlers.New(handlers.Deps{Store: store.New(pool), Config: cfg, Logger: logger})))
 	t.Cleanup(srv.Close)
 
 	get := func(path string) (int, string, time.Duration) {

@@ -35,6 +35,8 @@ func New(d Deps) *echo.Echo {
 	e.GET("/metrics", h.metricsHandler)
 	e.GET("/static/*", echo.WrapHandler(static.Handler()))
 	e.GET("/local/ca.crl", h.localCACRL)
+	// The API's OpenAPI description: public, like the contract it describes.
+	e.GET("/api/v1/openapi.json", h.apiOpenAPI)
 
 	// Browser pages: session cookie + CSRF; a request waits on the database
 	// at most RequestTimeout, then answers 503.
@@ -43,10 +45,6 @@ func New(d Deps) *echo.Echo {
 	pages.GET("/login", h.loginShow)
 	pages.POST("/login", h.loginSubmit, h.csrfLogin)
 	pages.GET("/login/link/:token", h.loginLink)
-	// Single sign-on: the callback is a GET from the provider's site, bound
-	// to the browser by its state cookie instead of a CSRF token.
-	pages.GET("/login/oidc", h.loginOIDC)
-	pages.GET("/login/oidc/callback", h.loginOIDCCallback)
 	pages.POST("/logout", h.logout)
 
 	app := pages.Group("", h.requirePageUser)
