@@ -13,6 +13,7 @@ import (
 
 	"flightdeck/internal/config"
 	"flightdeck/internal/ratelimit"
+	"flightdeck/internal/sso"
 	"flightdeck/store"
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
@@ -30,6 +31,9 @@ type Deps struct {
 	// WebhookGuard checks webhook URLs (SSRF); default: Config.WebhookAllow
 	// with the system resolver.
 	WebhookGuard *webhook.Guard
+	// SSO is the OpenID Connect provider when FLIGHTDECK_OIDC_ISSUER is set
+	// (its discovery read at start); nil: password and link logins only.
+	SSO *sso.Client
 }
 
 // Handler carries the dependencies of every handler.
@@ -52,6 +56,7 @@ type Handler struct {
 	loginAccount *ratelimit.Limiter
 	loginAddress *ratelimit.Limiter
 	sockets      socketAuth
+	sso          *sso.Client
 }
 
 func newHandler(d Deps) *Handler {
@@ -75,6 +80,7 @@ func newHandler(d Deps) *Handler {
 		pipelines: pipelines,
 		hub:       hub,
 		cfg:       d.Config,
+		sso:       d.SSO,
 		store:     d.Store,
 		logger:    logger,
 		metrics:   newHTTPMetrics(reg),

@@ -52,6 +52,13 @@ func setupWith(t *testing.T, tune func(*config.Config)) *testBundle {
 // setupCatalog is setupWith offering catalog's pipelines (nil: the built-in ones).
 func setupCatalog(t *testing.T, tune func(*config.Config), catalog *pipeline.Catalog) *testBundle {
 	t.Helper()
+	return setupDeps(t, tune, catalog, nil)
+}
+
+// setupDeps is setupCatalog with a last say on the handlers' dependencies,
+// given the server's base URL (known before it serves).
+func setupDeps(t *testing.T, tune func(*config.Config), catalog *pipeline.Catalog, tuneDeps func(d *handlers.Deps, baseURL string)) *testBundle {
+	t.Helper()
 	pool := dbtest.DB(t)
 	st := store.New(pool)
 	ctx := t.Context()
@@ -95,11 +102,16 @@ func setupCatalog(t *testing.T, tune func(*config.Config), catalog *pipeline.Cat
 	case <-time.After(10 * time.Second):
 		t.Fatal("the notifier did not connect")
 	}
-	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: logger, Hub: hub, Pipelines: catalog})
-	b.echo = e
+	b.srv = httptest.NewUnstartedServer(nil)
+	deps := handlers.Deps{Config: cfg, Store: st, Logger: logger, Hub: hub, Pipelines: catalog}
+	if tuneDeps != nil {
+		tuneDeps(&deps, "http://"+b.srv.Listener.Addr().String())
+	}
+	b.echo = handlers.New(deps)
 	// Every /api/v1 request and answer of the tests is checked against the
 	// OpenAPI document (openapi_check_test.go).
-	b.srv = httptest.NewServer(checkAPI(t, e))
+	b.srv.Config.Handler = checkAPI(t, b.echo)
+	b.srv.Start()
 	t.Cleanup(b.srv.Close)
 	return b
 }

@@ -13,6 +13,6 @@ func (h *Handler) loginShow(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
 	}
 	return h.render(c, http.StatusOK, "Sign in", "", pages.Login(pages.LoginProps{
-		CSRFToken: csrfToken(c), Next: safeNext(c.QueryParam("next")),
+		CSRFToken: csrfToken(c), Next: safeNext(c.QueryParam("next")), SSO: h.sso != nil,
 	}))
 }

@@ -27,7 +27,7 @@ func (h *Handler) loginSubmit(c echo.Context) error {
 		requestLogger(c, h.logger).Warn("Login throttled", "email", email, "address", addr)
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		return h.render(c, http.StatusTooManyRequests, "Sign in", "", pages.Login(pages.LoginProps{
-			Email: email, CSRFToken: csrfToken(c), Next: next,
+			Email: email, CSRFToken: csrfToken(c), Next: next, SSO: h.sso != nil,
 			Error: fmt.Sprintf("Too many failed sign-ins. Try again in %s.", retryText(secs)),
 		}))
 	}
@@ -44,7 +44,7 @@ func (h *Handler) loginSubmit(c echo.Context) error {
 		h.loginAddress.Allow(addr)
 		requestLogger(c, h.logger).Warn("Login failed", "email", email, "address", addr)
 		return h.render(c, http.StatusUnauthorized, "Sign in", "", pages.Login(pages.LoginProps{
-			Email: email, Error: "Wrong email or password.", CSRFToken: csrfToken(c), Next: next,
+			Email: email, Error: "Wrong email or password.", CSRFToken: csrfToken(c), Next: next, SSO: h.sso != nil,
 		}))
 	}
 	if err := h.startSession(c, u.ID); err != nil {

@@ -45,6 +45,10 @@ func New(d Deps) *echo.Echo {
 	pages.GET("/login", h.loginShow)
 	pages.POST("/login", h.loginSubmit, h.csrfLogin)
 	pages.GET("/login/link/:token", h.loginLink)
+	// Single sign-on: the callback is a GET from the provider's site, bound
+	// to the browser by its state cookie instead of a CSRF token.
+	pages.GET("/login/oidc", h.loginOIDC)
+	pages.GET("/login/oidc/callback", h.loginOIDCCallback)
 	pages.POST("/logout", h.logout)
 
 	app := pages.Group("", h.requirePageUser)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -104,4 +105,35 @@ func (s *Store) TeamIDByName(ctx context.Context, name string) (string, error) {
 	var id string
 	err := s.pool.QueryRow(ctx, `SELECT id FROM teams WHERE name = $1`, name).Scan(&id)
 	return id, interpretError(err)
+}
+
+// UserAutoJoin creates a person who signed in with single sign-on but had
+// no account: the user (no password), the team when new, the membership
+// and its audit entry, in one statement. An email that has an account by
+// now (a concurrent first sign-in, or an admin's add) is ErrConflict: the
+// account stays as it is.
+func (s *Store) UserAutoJoin(ctx context.Context, email, team string, role auth.Role) (string, error) {
+	var userID string
+	err := s.pool.QueryRow(ctx, `
+		WITH t AS (
+			INSERT INTO teams (name) VALUES ($2)
+			ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
+			RETURNING id
+		), u AS (
+			INSERT INTO users (email) VALUES ($1)
+			ON CONFLICT (email) DO NOTHING
+			RETURNING id
+		), m AS (
+			INSERT INTO memberships (user_id, team_id, role)
+			SELECT u.id, t.id, $3 FROM u, t
+		), a AS (
+			INSERT INTO audit_log (team_id, actor, action, target, data)
+			SELECT t.id, $1, 'user.auto_joined', $1, jsonb_build_object('role', $3::text, 'via', 'oidc')
+			FROM u, t
+		)
+		SELECT id FROM u`, email, team, string(role)).Scan(&userID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrConflict
+	}
+	return userID, interpretError(err)
 }

@@ -36,6 +36,31 @@ func TestUserAddIsIdempotent(t *testing.T) {
 	require.True(t, errors.Is(err, store.ErrNotFound))
 }
 
+// TestUserAutoJoin: single sign-on's first sign-in creates the user, the
+// team when new and the membership; an email that has an account is left
+// as it is (ErrConflict).
+func TestUserAutoJoin(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	id, err := st.UserAutoJoin(ctx, "new@acme.test", "fresh", auth.RoleViewer)
+	require.NoError(t, err)
+	u, hash, err := st.UserGetByEmail(ctx, "new@acme.test")
+	require.NoError(t, err)
+	require.Equal(t, id, u.ID)
+	require.Empty(t, hash)
+	require.Equal(t, []auth.Membership{{TeamID: u.Memberships[0].TeamID, Team: "fresh", Role: auth.RoleViewer}}, u.Memberships)
+
+	_, err = st.UserAdd(ctx, store.UserAddParams{Email: "old@acme.test", Team: "acme", Role: auth.RoleAdmin})
+	require.NoError(t, err)
+	_, err = st.UserAutoJoin(ctx, "old@acme.test", "fresh", auth.RoleViewer)
+	require.ErrorIs(t, err, store.ErrConflict)
+	u, _, err = st.UserGetByEmail(ctx, "old@acme.test")
+	require.NoError(t, err)
+	require.Len(t, u.Memberships, 1, "an existing account does not join")
+	require.Equal(t, auth.RoleAdmin, u.Memberships[0].Role)
+}
+
 func TestSessionsAndTokens(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

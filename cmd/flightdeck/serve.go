@@ -15,6 +15,7 @@ import (
 	"flightdeck/handlers"
 	"flightdeck/internal/auth"
 	"flightdeck/internal/config"
+	"flightdeck/internal/sso"
 	"flightdeck/store"
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/queue"
@@ -45,6 +46,15 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	cfg.Migrate = !*noMigrate
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	// Single sign-on: the provider's discovery document is read now, so a
+	// wrong issuer stops serve at once instead of failing people later.
+	var ssoClient *sso.Client
+	if cfg.OIDC.Enabled() {
+		if ssoClient, err = sso.New(ctx, cfg.OIDC, cfg.OIDCRedirectURL()); err != nil {
+			return fmt.Errorf("FLIGHTDECK_OIDC_ISSUER: %w", err)
+		}
+		env.logger.Info("Single sign-on enabled", "issuer", cfg.OIDC.Issuer, "redirect_uri", cfg.OIDCRedirectURL())
 	}
 	stopTracing, err := startTracing(ctx, env)
 	if err != nil {
@@ -121,7 +131,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		go webhook.New(st, hub, webhookConfig(cfg, guard, env)).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 	}
 
-	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: env.logger, Registry: reg, Pipelines: catalog, Hub: hub, WebhookGuard: guard})
+	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: env.logger, Registry: reg, Pipelines: catalog, Hub: hub, WebhookGuard: guard, SSO: ssoClient})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

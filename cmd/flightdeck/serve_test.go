@@ -58,3 +58,18 @@ func TestHTTPServerCutsSlowBodies(t *testing.T) {
 	_ = conn.Close()
 	<-done
 }
+
+// TestServeStopsWhenTheIssuerCannotBeRead: single sign-on's discovery is
+// read at start; a provider that does not answer stops serve with the
+// variable's name, before anything else starts.
+func TestServeStopsWhenTheIssuerCannotBeRead(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	issuer := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+	env := map[string]string{"FLIGHTDECK_OIDC_ISSUER": issuer, "FLIGHTDECK_OIDC_CLIENT_ID": "flightdeck",
+		"DATABASE_URL": "postgres://nobody@127.0.0.1:1/none"}
+	err = run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "FLIGHTDECK_OIDC_ISSUER: error reading the discovery document of "+issuer)
+}

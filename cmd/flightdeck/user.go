@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"regexp"
 
 	"flightdeck/internal/auth"
 	"flightdeck/internal/config"
 	"flightdeck/store"
 )
-
-var teamName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 func runUser(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) == 0 || args[0] != "add" {
@@ -28,7 +25,7 @@ func runUser(ctx context.Context, env *cliEnv, args []string) error {
 	if !auth.ValidEmail(e) {
 		return fmt.Errorf("%w: --email %q is not a valid email address", errUsage, *email)
 	}
-	if !teamName.MatchString(*team) {
+	if !auth.ValidTeamName(*team) {
 		return fmt.Errorf("%w: --team %q: use lowercase letters, digits and dashes", errUsage, *team)
 	}
 	r, err := auth.ParseRole(*role)

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"golang.org/x/crypto/bcrypt"
@@ -39,6 +40,12 @@ func ParseRole(s string) (Role, error) {
 
 // AtLeast reports whether r includes the rights of min.
 func (r Role) AtLeast(min Role) bool { return roleRank[r] >= roleRank[min] && roleRank[r] > 0 }
+
+var teamName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// ValidTeamName: lowercase letters, digits and dashes, as the teams table
+// requires.
+func ValidTeamName(s string) bool { return teamName.MatchString(s) }
 
 // MinPasswordLen is the shortest password accepted.
 const MinPasswordLen = 8

@@ -154,6 +154,8 @@ type Config struct {
 	// Agent tunes agent tasks' budgets and the LLM client (FLIGHTDECK_AGENT_*,
 	// FLIGHTDECK_LLM_*; see AgentConfig).
 	Agent AgentConfig
+	// OIDC is single sign-on (FLIGHTDECK_OIDC_*; see OIDCConfig).
+	OIDC OIDCConfig
 }
 
 // Load reads the configuration from getenv and validates it.
@@ -261,6 +263,9 @@ func Load(getenv func(string) string) (Config, error) {
 	agent, agentErrs := loadAgent(getenv)
 	c.Agent = agent
 	errs = append(errs, agentErrs...)
+	oidc, oidcErrs := loadOIDC(getenv)
+	c.OIDC = oidc
+	errs = append(errs, oidcErrs...)
 	for _, name := range c.SecretEnv {
 		if v := getenv(name); v != "" {
 			c.secretValues = append(c.secretValues, v)

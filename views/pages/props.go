@@ -10,6 +10,15 @@ import (
 // LoginProps are the inputs of Login.
 type LoginProps struct {
 	Email, Error, CSRFToken, Next string
+	SSO                           bool // single sign-on is configured: offer "Sign in with SSO"
+}
+
+// SSOURL starts single sign-on, coming back to next.
+func (p LoginProps) SSOURL() string {
+	if p.Next == "" || p.Next == "/tasks" {
+		return "/login/oidc"
+	}
+	return "/login/oidc?next=" + url.QueryEscape(p.Next)
 }
 
 // TaskRow is one task in the list.
@@ -55,6 +64,8 @@ type ErrorProps struct {
 	Status         int
 	Title, Message string
 	RequestID      string
+	// Back and BackLabel are the way on; default the task list.
+	Back, BackLabel string
 }
 
 // PipelineParam describes one parameter for people.
