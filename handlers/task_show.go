@@ -3,20 +3,17 @@ package handlers
 import (
 	"context"
 	"net/http"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/internal/auth"
-	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/task"
 )
 
 func (h *Handler) taskShow(c echo.Context) error {
-	p, err := h.loadTaskShow(c.Request().Context(), userOf(c), c.Param("id"))
+	p, err := h.loadTaskShow(c.Request().Context(), userOf(c), c.Param("id"), newRunModel())
 	if err != nil {
 		return err
 	}
@@ -28,11 +25,10 @@ func (h *Handler) taskShow(c echo.Context) error {
 	return h.render(c, http.StatusOK, title, "tasks", pages.TaskShow(p))
 }
 
-// eventsShown bounds the page's event log; the API has them all.
-const eventsShown = 200
-
-// loadTaskShow gathers everything the task page and its live fragments show.
-func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string) (pages.TaskShowProps, error) {
+// loadTaskShow gathers everything the run page and its live fragments
+// show. m holds the events folded so far (the page's socket keeps it
+// between pushes); the ones since are read and folded in.
+func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *runModel) (pages.TaskShowProps, error) {
 	var p pages.TaskShowProps
 	t, err := h.store.TaskGet(ctx, u.TeamIDs(), id)
 	if err != nil {
@@ -50,27 +46,24 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string) (pa
 	p.CanCancel = role.AtLeast(auth.RoleDeployer)
 	p.CanAdmin = role.AtLeast(auth.RoleAdmin)
 
+	// Later reads may see newer events than the task row: show the state as
+	// of the row's seq, and let the next push bring the rest.
+	p.Seq = t.LastSeq
+	for m.seq < t.LastSeq {
+		events, err := h.store.EventsAfter(ctx, t.ID, m.seq, 5000)
+		if err != nil {
+			return p, err
+		}
+		if len(events) == 0 {
+			break
+		}
+		m.fold(events, t.LastSeq)
+	}
+
 	steps, err := h.store.StepList(ctx, t.ID)
 	if err != nil {
 		return p, err
 	}
-	var comp []store.StepRow
-	for _, s := range steps {
-		v := pages.StepView{Index: s.Idx, Name: s.Name, State: s.State, Attempt: s.Attempt, Duration: duration(s.StartedAt, s.FinishedAt)}
-		if s.Error != nil {
-			v.Error = *s.Error
-		}
-		p.Steps = append(p.Steps, v)
-		if s.CompensationAttempt > 0 {
-			comp = append(comp, s)
-		}
-	}
-	// The undo lane runs backwards: last compensated at the bottom.
-	sort.SliceStable(comp, func(i, k int) bool { return comp[i].Idx > comp[k].Idx })
-	for _, s := range comp {
-		p.Compensations = append(p.Compensations, pages.StepView{Index: s.Idx, Name: s.Name, State: s.State})
-	}
-
 	aps, err := h.store.ApprovalList(ctx, u.TeamIDs(), t.ID)
 	if err != nil {
 		return p, err
@@ -93,11 +86,15 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string) (pa
 		}
 		p.Approvals = append(p.Approvals, v)
 	}
+	if t.Kind == task.KindDeploy {
+		if err := h.runView(ctx, &p, t, steps, aps, m); err != nil {
+			return p, err
+		}
+	}
 
 	if p.Agent, err = h.loadAgentView(ctx, u, t); err != nil {
 		return p, err
 	}
-
 	arts, err := h.store.ArtifactList(ctx, u.TeamIDs(), t.ID)
 	if err != nil {
 		return p, err
@@ -105,45 +102,6 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string) (pa
 	for _, a := range arts {
 		p.Artifacts = append(p.Artifacts, pages.ArtifactView{ID: a.ID, Name: a.Name, Summary: a.Summary, Excerpt: a.Excerpt, Bytes: a.Bytes})
 	}
-
-	events, err := h.store.EventsAfter(ctx, t.ID, max(0, t.LastSeq-eventsShown), eventsShown)
-	if err != nil {
-		return p, err
-	}
-	// Later reads may see newer events than the task row: show the state as
-	// of the row's seq, and let the next push bring the rest.
-	p.Seq = t.LastSeq
-	logStep := 0
-	for _, e := range events {
-		if e.Seq > t.LastSeq {
-			break
-		}
-		p.Events = append(p.Events, pages.EventView{Seq: e.Seq, Time: e.Time, Type: string(e.Type), Status: string(e.Status), StepName: e.StepName, Message: e.Message})
-		if e.Type == task.EventStepLog {
-			if e.Step != logStep {
-				logStep, p.LogTail = e.Step, nil
-			}
-			p.LogStep = e.StepName
-			p.LogTail = append(p.LogTail, e.Message)
-		}
-	}
-	if len(p.LogTail) > 50 {
-		p.LogTail = p.LogTail[len(p.LogTail)-50:]
-	}
-	// Newest first reads best in a live log.
-	for i, j := 0, len(p.Events)-1; i < j; i, j = i+1, j-1 {
-		p.Events[i], p.Events[j] = p.Events[j], p.Events[i]
-	}
+	p.Events = m.rawEvents()
 	return p, nil
-}
-
-func duration(start, end *time.Time) string {
-	if start == nil {
-		return ""
-	}
-	stop := time.Now()
-	if end != nil {
-		stop = *end
-	}
-	return stop.Sub(*start).Round(time.Millisecond).String()
 }

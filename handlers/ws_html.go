@@ -74,12 +74,13 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 	defer poll.Stop()
 	lastSeq := -1
 	token := csrfToken(c)
+	push := newTaskPush(c)
 	for {
-		p, err := h.loadTaskShow(conn.ctx, u, id)
+		p, err := h.loadTaskShow(conn.ctx, u, id, push.model)
 		p.CSRFToken = token
 		if err == nil && p.Seq != lastSeq {
 			lastSeq = p.Seq
-			if !h.pushTask(conn, p) {
+			if f := push.frame(p); len(f) > 0 && !conn.send(f) {
 				return nil
 			}
 		}
@@ -147,20 +148,6 @@ func (h *Handler) htmlAction(c echo.Context, id string, m htmxMessage) error {
 		err = errInvalid("type", "unknown action")
 	}
 	return err
-}
-
-// pushTask sends the page's live sections in one frame.
-func (h *Handler) pushTask(conn *wsConn, p pages.TaskShowProps) bool {
-	var buf bytes.Buffer
-	ctx := context.Background()
-	_ = pages.TaskHeader(p).Render(ctx, &buf)
-	_ = pages.TaskApprovals(p).Render(ctx, &buf)
-	_ = pages.TaskAgent(p).Render(ctx, &buf)
-	_ = pages.TaskSteps(p).Render(ctx, &buf)
-	_ = pages.TaskLog(p).Render(ctx, &buf)
-	_ = pages.TaskArtifacts(p).Render(ctx, &buf)
-	_ = pages.TaskEvents(p).Render(ctx, &buf)
-	return conn.send(buf.Bytes())
 }
 
 func (h *Handler) pushFlash(conn *wsConn, p pages.TaskShowProps) bool {

@@ -30,7 +30,7 @@ test('web-service deploys on this host; a broken version rolls back and v1 keeps
   }
   await expect(state).toHaveAttribute('data-state', 'completed');
   await expect(dev.getByTestId('progress-text')).toContainText('4 of 4 steps');
-  await expect(dev.getByTestId("log-tail")).toContainText(`Monitoring ${app}.staging every`);
+  await expect(dev.locator("#step-4-log")).toContainText(`Monitoring ${app}.staging every`);
   await dev.screenshot({ path: 'test-results/deploy-v1-completed.png', fullPage: true });
 
   // Chromium resolves *.localhost to loopback: the app is one URL away.

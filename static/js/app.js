@@ -66,3 +66,123 @@ setInterval(function () {
     if (!isNaN(at)) el.textContent = flightdeckRunTime(now - at);
   });
 }, 1000);
+
+// The run page (/tasks/{id}). Its socket sends only what changed: step
+// heads are swapped, new log lines and events appended. This script keeps
+// each log box at its newest line unless the reader scrolled up, ticks
+// running durations and retry countdowns, opens steps as they start, and
+// filters the raw event log.
+
+// A socket that (re)connects says how far the page is, so the server
+// sends only what came since and appends rather than replaces.
+(function () {
+  if (!window.htmx || !htmx.createWebSocket) return;
+  var plain = htmx.createWebSocket;
+  htmx.createWebSocket = function (url) {
+    var seq = document.getElementById("run-seq");
+    if (seq && /\/tasks\/[^\/?]+\/ws$/.test(url)) {
+      var sig = function (id) { var el = document.getElementById(id); return el ? el.dataset.sig || "" : ""; };
+      url += "?after=" + encodeURIComponent(seq.dataset.seq) + "&steps=" + encodeURIComponent(sig("task-steps")) +
+        "&undo=" + encodeURIComponent(sig("task-compensation"));
+    }
+    return plain(url);
+  };
+})();
+
+var maxLogLines = 5000, maxEventRows = 200; // per kind, as the server renders them
+
+function logAtBottom(el) { return el.scrollHeight - el.scrollTop - el.clientHeight < 8; }
+
+// A reader who scrolls a log box up stays where they put it; back at the
+// bottom, the box follows again.
+document.addEventListener("scroll", function (evt) {
+  var el = evt.target;
+  if (el.classList && el.classList.contains("log-box")) el.dataset.follow = logAtBottom(el) ? "1" : "0";
+}, true);
+
+function followLogs() {
+  document.querySelectorAll(".log-box").forEach(function (el) {
+    while (el.children.length > maxLogLines) el.removeChild(el.firstElementChild);
+    if (el.dataset.follow !== "0" && el.clientHeight > 0) el.scrollTop = el.scrollHeight;
+  });
+  // The raw event log keeps the newest of each kind: log lines do not
+  // push the other events out.
+  var rows = document.getElementById("events-body");
+  if (!rows || rows.children.length <= 2 * maxEventRows) return;
+  var logs = 0, others = 0;
+  Array.prototype.slice.call(rows.children).forEach(function (row) {
+    var n = row.dataset.type === "step.log" ? ++logs : ++others;
+    if (n > maxEventRows) rows.removeChild(row);
+  });
+}
+
+// Durations and countdowns, written as views/components.Duration writes them.
+function fmtDuration(ms) {
+  var s = Math.max(0, ms) / 1000;
+  if (s < 10) return s.toFixed(1) + " s";
+  if (s < 60) return Math.floor(s) + " s";
+  var pad = function (n) { return (n < 10 ? "0" : "") + n; };
+  if (s < 3600) return Math.floor(s / 60) + " m " + pad(Math.floor(s) % 60) + " s";
+  return Math.floor(s / 3600) + " h " + pad(Math.floor(s / 60) % 60) + " m";
+}
+
+function tick() {
+  var now = Date.now();
+  document.querySelectorAll(".clock[data-start]:not([data-end])").forEach(function (el) {
+    el.textContent = fmtDuration(now - Date.parse(el.dataset.start));
+  });
+  document.querySelectorAll("[data-until]").forEach(function (el) {
+    var left = Math.max(0, Math.round((Date.parse(el.dataset.until) - now) / 1000));
+    el.textContent = "retrying in " + left + " s" + (el.dataset.suffix || "");
+  });
+}
+
+// A step opens when it starts running, unless the reader opened or closed
+// it themselves.
+function openActive() {
+  document.querySelectorAll("details.step-details:not([data-touched])").forEach(function (d) {
+    var head = d.querySelector("summary");
+    var key = head && head.dataset.display;
+    if (!d.open && (key === "running" || key === "retrying" || key === "compensating" || key === "failed")) d.open = true;
+  });
+}
+
+document.addEventListener("click", function (evt) {
+  var head = evt.target.closest && evt.target.closest("details.step-details > summary");
+  if (head) head.parentElement.dataset.touched = "1";
+});
+
+document.addEventListener("toggle", function (evt) {
+  if (evt.target.matches && evt.target.matches("details.step-details") && evt.target.open) followLogs();
+}, true);
+
+// The raw event log's filter: one type, or every type (log lines only
+// when asked for).
+function filterEvents() {
+  var type = document.querySelector("[data-events-type]");
+  var logs = document.querySelector("[data-events-logs]");
+  var rows = document.getElementById("events-body");
+  if (!type || !rows) return;
+  rows.classList.toggle("show-logs", logs.checked || type.value === "step.log");
+  var style = document.getElementById("events-filter-style");
+  if (!style) {
+    style = document.createElement("style");
+    style.id = "events-filter-style";
+    document.head.appendChild(style);
+  }
+  style.textContent = type.value ? '#events-body .ev:not([data-type="' + CSS.escape(type.value) + '"]) { display: none; }' : "";
+}
+
+document.addEventListener("change", function (evt) {
+  if (evt.target.matches && evt.target.matches("[data-events-type], [data-events-logs]")) filterEvents();
+});
+
+function runPageUpdated() {
+  openActive();
+  tick();
+  followLogs();
+}
+
+document.addEventListener("htmx:wsAfterMessage", runPageUpdated);
+document.addEventListener("DOMContentLoaded", runPageUpdated);
+setInterval(tick, 1000);

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"flightdeck/views/components"
 	"flightdeck/workflow/task"
 )
 
@@ -13,17 +14,23 @@ type TaskView struct {
 	CreatedAt                                                             time.Time
 	StartedAt, FinishedAt                                                 *time.Time
 	Progress                                                              task.Progress
+	// Deploy says what the run deploys where; nil for agent tasks.
+	Deploy *DeployView
 }
 
-// StepView is one step row.
-type StepView struct {
-	Index          int
-	Name, State    string
-	Error          string
-	Attempt        int
-	Duration       string
-	CompensatedAgo string
+// DeployView is a deploy's one-line story: target, version, and the
+// version it replaces.
+type DeployView struct {
+	Target      []Param // the target params, in the pipeline's order
+	VersionName string  // the pipeline's version parameter; "" when none
+	Version     string
+	// From is the version deployed to the target before this run (its task
+	// FromTask); FromTask "" when nothing was.
+	From, FromTask string
 }
+
+// Param is one named value.
+type Param struct{ Name, Value string }
 
 // ApprovalView is one approval card.
 type ApprovalView struct {
@@ -35,12 +42,18 @@ type ApprovalView struct {
 	Detail string
 }
 
-// EventView is one line of the event log.
+// EventView is one line of the raw event log.
 type EventView struct {
 	Seq                             int
 	Time                            time.Time
 	Type, Status, StepName, Message string
 }
+
+// EventTypes are the raw event log's filter choices (contract §4).
+var EventTypes = []string{"task.state", "step.started", "step.log", "step.completed", "step.failed", "step.retrying",
+	"step.compensating", "step.compensated", "approval.requested", "approval.decided", "tool.executed",
+	"agent.thinking", "agent.tool_call", "agent.tool_result", "agent.question", "agent.error", "artifact.created",
+	"task.completed", "task.failed", "task.cancelled"}
 
 // ArtifactView is one kept output.
 type ArtifactView struct {
@@ -50,20 +63,22 @@ type ArtifactView struct {
 
 // TaskShowProps are the inputs of TaskShow and its live fragments.
 type TaskShowProps struct {
-	Task          TaskView
-	Steps         []StepView
-	Compensations []StepView // the undo lane, in the order undone
-	Approvals     []ApprovalView
-	Events        []EventView
-	Artifacts     []ArtifactView
-	Agent         *AgentView // agent tasks, and failed deploys when an LLM can explain them
-	LogTail       []string
-	LogStep       string
-	CanCancel     bool
-	CanAdmin      bool
-	Flash         string
-	FlashError    bool
-	CSRFToken     string
+	Task       TaskView
+	Stages     []components.StageView
+	StepsSig   string                // names the steps' structure: the socket re-sends the list when it changes
+	Undo       []components.StepView // the compensation lane, in the order undone
+	UndoSig    string
+	Failure    *components.StepView // the step whose failure ended the run, with its output
+	Gantt      components.GanttView
+	Approvals  []ApprovalView
+	Events     []EventView // the raw event log, newest first (bounded)
+	Artifacts  []ArtifactView
+	Agent      *AgentView // agent tasks, and failed deploys when an LLM can explain them
+	CanCancel  bool
+	CanAdmin   bool
+	Flash      string
+	FlashError bool
+	CSRFToken  string
 	// Seq is the task row's last event seq when it was read: everything
 	// shown is as of that seq, and the socket re-renders when it moves.
 	Seq int

@@ -1,0 +1,97 @@
+package handlers
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"flightdeck/views/components"
+	"flightdeck/views/pages"
+	"flightdeck/workflow/task"
+)
+
+func ev(seq int, typ task.EventType, status task.Status, step int, msg string, data string) task.Event {
+	if data == "" {
+		data = "{}"
+	}
+	return task.Event{Seq: seq, Type: typ, Status: status, Step: step, Message: msg, Data: json.RawMessage(data), Time: time.Unix(int64(seq), 0)}
+}
+
+// TestRunModelKeepsEachLogApart: a step's undo writes to a log of its own,
+// so the failing step's output is its own, not a later compensation's.
+func TestRunModelKeepsEachLogApart(t *testing.T) {
+	t.Parallel()
+	m := newRunModel()
+	retry := `{"next_attempt_at":"2030-01-02T03:04:05.678Z","next_attempt":2,"max_attempts":4,"attempt":1}`
+	events := []task.Event{
+		ev(1, task.EventStepStarted, task.StatusToolCall, 1, "", ""),
+		ev(2, task.EventStepLog, task.StatusLog, 1, "a: working", ""),
+		ev(3, task.EventStepCompleted, task.StatusToolResult, 1, "", ""),
+		ev(4, task.EventStepStarted, task.StatusToolCall, 2, "", ""),
+		ev(5, task.EventStepLog, task.StatusLog, 2, "b: try 1", ""),
+		ev(6, task.EventStepRetrying, task.StatusLog, 2, "", retry),
+		ev(7, task.EventStepStarted, task.StatusToolCall, 2, "", ""),
+		ev(8, task.EventStepLog, task.StatusLog, 2, "b: try 2 broke", ""),
+		ev(9, task.EventStepFailed, task.StatusError, 2, "", ""),
+		ev(10, task.EventStepCompensating, task.StatusCompensating, 1, "", ""),
+		ev(11, task.EventStepLog, task.StatusLog, 1, "a: undoing", ""),
+		ev(12, task.EventArtifactCreated, task.StatusLog, 1, "", `{"artifact_id":"art-undo","name":"a.compensate.log"}`),
+		ev(13, task.EventStepCompensated, task.StatusCompensating, 1, "", ""),
+	}
+	m.fold(events[:6], 13)
+	require.NotNil(t, m.track(2).fwd.retry, "between attempts the step waits for a retry")
+	require.Equal(t, 2, m.track(2).fwd.retry.next)
+	require.Equal(t, 4, m.track(2).fwd.retry.max)
+	m.fold(events, 12) // the rest, but the task row says 12
+	require.Equal(t, 12, m.seq)
+	require.Nil(t, m.track(2).fwd.retry, "the next attempt started")
+	require.Equal(t, 2, m.failed())
+	lines := func(ls []components.LogLine) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.Text)
+		}
+		return out
+	}
+	require.Equal(t, []string{"b: try 1", "b: try 2 broke"}, lines(m.track(2).fwd.lines))
+	require.Equal(t, []string{"a: working"}, lines(m.track(1).fwd.lines))
+	require.Equal(t, []string{"a: undoing"}, lines(m.track(1).comp.lines))
+	require.Equal(t, "art-undo", m.track(1).comp.artifact)
+	require.Nil(t, m.track(1).compEnd, "seq 13 is not folded yet")
+	m.fold(events, 13)
+	require.NotNil(t, m.track(1).compEnd)
+	raw := m.rawEvents()
+	require.Equal(t, 13, raw[0].Seq, "newest first")
+}
+
+// TestTaskPushAppends: a page that says how far it is gets the new log
+// lines appended to its step's log and its head swapped, never the list
+// whole; a push with nothing new sends nothing.
+func TestTaskPushAppends(t *testing.T) {
+	t.Parallel()
+	step := components.StepView{Index: 1, Name: "build", Lane: "step", State: "running", Display: "running", Key: "running",
+		Log: []components.LogLine{{Seq: 3, Text: "old line"}, {Seq: 5, Text: "new line"}}}
+	p := pages.TaskShowProps{Task: pages.TaskView{ID: "t1", Kind: "deploy", State: "running"}, Seq: 5, StepsSig: "s1",
+		Stages: []components.StageView{{Steps: []components.StepView{step}}}}
+	tp := newTaskPushAfter("4", "s1", "")
+	f := string(tp.frame(p))
+	require.Contains(t, f, `hx-swap-oob="beforeend:#step-1-log"`)
+	require.Contains(t, f, "new line")
+	require.NotContains(t, f, "old line", "the page has it")
+	require.NotContains(t, f, `id="task-steps"`, "the list is not replaced")
+	require.NotContains(t, f, `id="task-events"`)
+	require.Contains(t, f, `id="step-1-head"`)
+	require.Empty(t, string(tp.frame(p)), "nothing changed")
+
+	p.StepsSig = "s2" // the structure changed: the list comes whole
+	p.Seq = 6
+	f = string(tp.frame(p))
+	require.Contains(t, f, `id="task-steps"`)
+	require.Equal(t, 1, strings.Count(f, "old line"))
+
+	whole := string(newTaskPushAfter("", "", "").frame(p))
+	require.Contains(t, whole, `id="task-events"`, "a page that says nothing gets every section")
+}

@@ -1,0 +1,346 @@
+package handlers
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"time"
+
+	"flightdeck/store"
+	"flightdeck/views/components"
+	"flightdeck/views/pages"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/task"
+)
+
+// runView fills the run page's story of a deploy: what it deploys where,
+// its steps (groups nested), the compensation lane, the failing step's
+// output and the timeline.
+func (h *Handler) runView(ctx context.Context, p *pages.TaskShowProps, t *task.Task, rows []store.StepRow, aps []store.Approval, m *runModel) error {
+	pl, _ := h.pipelines.Get(t.Pipeline)
+	var params map[string]any
+	_ = json.Unmarshal(t.Params, &params)
+	if pl != nil {
+		d, err := h.deployView(ctx, t, pl, params)
+		if err != nil {
+			return err
+		}
+		p.Task.Deploy = d
+	}
+	byIdx := map[int]store.StepRow{}
+	for _, r := range rows {
+		byIdx[r.Idx] = r
+	}
+	waiting := map[int]bool{}
+	for _, a := range aps {
+		if a.State == string(task.ApprovalPending) {
+			waiting[a.StepIdx] = true
+		}
+	}
+	now := time.Now()
+	planned := planOf(pl, params, rows)
+	sig := fnv.New64a()
+	for _, st := range planned {
+		sv := components.StageView{Group: st.Group, Label: st.label, Join: st.join}
+		for _, ps := range st.Steps {
+			r, ok := byIdx[ps.Index]
+			if !ok {
+				r = store.StepRow{Idx: ps.Index, Name: ps.Name, State: string(task.StepPending)}
+			}
+			sv.Steps = append(sv.Steps, forwardView(r, ps, m.track(ps.Index), waiting[ps.Index], now))
+			fmt.Fprintf(sig, "%d:%s;", ps.Index, ps.Name)
+		}
+		fmt.Fprintf(sig, "|")
+		p.Stages = append(p.Stages, sv)
+	}
+	p.StepsSig = strconv.FormatUint(sig.Sum64(), 36)
+
+	plan := map[int]pipeline.PlannedStep{}
+	for _, st := range planned {
+		for _, ps := range st.Steps {
+			plan[ps.Index] = ps
+		}
+	}
+	p.Undo, p.UndoSig = undoLane(t, rows, plan, m, now)
+	if f := m.failed(); f > 0 {
+		if r, ok := byIdx[f]; ok {
+			v := forwardView(r, plan[f], m.track(f), false, now)
+			v.Lane, v.Open = "fail", true
+			v.State, v.Display, v.Key = string(task.StepFailed), string(task.StepFailed), string(task.StepFailed)
+			p.Failure = &v
+		}
+	}
+	p.Gantt = gantt(t, p.Stages, p.Undo, now)
+	return nil
+}
+
+// plannedStage is a stage of the plan as the page names it.
+type plannedStage struct {
+	pipeline.Stage
+	label, join string
+}
+
+// planOf is the run's structure: the pipeline's plan for its params, or,
+// for a pipeline this server no longer has, the steps as stored.
+func planOf(pl *pipeline.Pipeline, params map[string]any, rows []store.StepRow) []plannedStage {
+	var stages []pipeline.Stage
+	if pl != nil {
+		// Plan wants list params as []string (JSON reads them as []any).
+		typed := map[string]any{}
+		for k, v := range params {
+			if l, ok := v.([]any); ok {
+				ss := make([]string, 0, len(l))
+				for _, x := range l {
+					ss = append(ss, fmt.Sprint(x))
+				}
+				v = ss
+			}
+			typed[k] = v
+		}
+		stages, _, _ = pl.Plan(typed)
+	}
+	if stages == nil {
+		for _, r := range rows {
+			if r.Name != "" {
+				stages = append(stages, pipeline.Stage{Steps: []pipeline.PlannedStep{{Index: r.Idx, Name: r.Name}}, Join: "all"})
+			}
+		}
+	}
+	out := make([]plannedStage, 0, len(stages))
+	for _, st := range stages {
+		ps := plannedStage{Stage: st}
+		if st.Group {
+			ps.label = "parallel"
+			if pl != nil {
+				if fe := forEachOf(pl, st); fe != "" {
+					ps.label = "for_each " + fe
+				}
+			}
+			ps.join = "join " + st.Join
+			if st.Join == "quorum" {
+				ps.join += ":" + strconv.Itoa(st.Quorum)
+			}
+			if st.Concurrency > 0 {
+				ps.join += fmt.Sprintf(", %d at once", st.Concurrency)
+			}
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// forEachOf names the for_each step a group expands, "" for a parallel group.
+func forEachOf(pl *pipeline.Pipeline, st pipeline.Stage) string {
+	if len(st.Steps) == 0 || st.Steps[0].Item == nil {
+		return ""
+	}
+	for _, s := range pl.Steps {
+		if s.ForEach != nil && s.ForEach.Step.Name != "" && st.Steps[0].Name == s.ForEach.Step.Name+"["+fmt.Sprint(st.Steps[0].Item)+"]" {
+			return s.ForEach.Step.Name
+		}
+	}
+	return ""
+}
+
+// forwardView is a step as its forward lane shows it. A pending step held
+// by an approval says so; a running one between attempts says when the
+// next comes.
+func forwardView(r store.StepRow, ps pipeline.PlannedStep, st *stepTrack, waiting bool, now time.Time) components.StepView {
+	v := components.StepView{Index: r.Idx, Name: r.Name, Lane: "step", State: r.State, Display: displayState(r.State), Key: r.State,
+		Attempt: r.Attempt, MaxAttempts: max(ps.Step.Retries+1, st.fwdRetries), StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		Log: tail(st.fwd.lines, logLinesShown), Earlier: st.fwd.earlier, ArtifactID: st.fwd.artifact}
+	if v.Name == "" {
+		v.Name = ps.Name
+	}
+	if r.Error != nil && (r.State == string(task.StepFailed) || r.State == string(task.StepCancelled)) {
+		v.Error = *r.Error
+	}
+	if r.FinishedAt == nil || r.State == string(task.StepRunning) {
+		v.FinishedAt = nil
+	}
+	switch {
+	case r.State == string(task.StepPending) && waiting:
+		v.Display, v.Key = "waiting for approval", "waiting_for_approval"
+	case r.State == string(task.StepRunning) && st.fwd.retry != nil:
+		retrying(&v, st.fwd.retry, now)
+	}
+	v.Open = v.Key == string(task.StepRunning) || v.Key == "retrying" || r.State == string(task.StepFailed)
+	return v
+}
+
+// retrying says a step waits out its backoff before attempt next of max.
+func retrying(v *components.StepView, w *retryWait, now time.Time) {
+	v.Key, v.RetryAt = "retrying", &w.at
+	v.RetryNote = fmt.Sprintf(" (attempt %d of %d)", w.next, w.max)
+	in := max(0, int(w.at.Sub(now).Round(time.Second)/time.Second))
+	v.Display = fmt.Sprintf("retrying in %d s%s", in, v.RetryNote)
+	if w.max > 0 {
+		v.MaxAttempts = w.max
+	}
+}
+
+func displayState(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c == '_' {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
+
+// undoLane is the compensation lane: the undos run so far in the order they
+// ran, then, while the task compensates, the completed steps still to undo
+// (last completed first), so the lane's rows stay put as it proceeds.
+func undoLane(t *task.Task, rows []store.StepRow, plan map[int]pipeline.PlannedStep, m *runModel, now time.Time) ([]components.StepView, string) {
+	var done, todo []store.StepRow
+	for _, r := range rows {
+		switch {
+		case r.CompensationAttempt > 0:
+			done = append(done, r)
+		case t.State == task.StateCompensating && r.State == string(task.StepCompleted) && plan[r.Idx].Step.Compensate != nil:
+			todo = append(todo, r)
+		}
+	}
+	slices.SortStableFunc(done, func(a, b store.StepRow) int {
+		sa, sb := m.track(a.Idx).compSeq, m.track(b.Idx).compSeq
+		if sa == 0 || sb == 0 || sa == sb {
+			return cmp.Compare(b.Idx, a.Idx)
+		}
+		return cmp.Compare(sa, sb)
+	})
+	slices.SortStableFunc(todo, func(a, b store.StepRow) int {
+		if a.FinishedAt != nil && b.FinishedAt != nil && !a.FinishedAt.Equal(*b.FinishedAt) {
+			return b.FinishedAt.Compare(*a.FinishedAt)
+		}
+		return cmp.Compare(b.Idx, a.Idx)
+	})
+	var out []components.StepView
+	sig := fnv.New64a()
+	for _, r := range append(done, todo...) {
+		st := m.track(r.Idx)
+		state := r.State
+		switch state {
+		case string(task.StepCompensating), string(task.StepCompensated), string(task.StepCompensationFailed):
+		default:
+			state = string(task.StepPending)
+		}
+		v := components.StepView{Index: r.Idx, Name: r.Name, Lane: "comp", State: state, Display: displayState(state), Key: state,
+			Attempt: r.CompensationAttempt, StartedAt: st.compStart, Log: tail(st.comp.lines, logLinesShown), Earlier: st.comp.earlier,
+			ArtifactID: st.comp.artifact}
+		if c := plan[r.Idx].Step.Compensate; c != nil {
+			v.MaxAttempts = cmp.Or(c.Retries, pipeline.CompensationRetriesDefault) + 1
+		}
+		if state != string(task.StepCompensating) {
+			v.FinishedAt = st.compEnd
+		}
+		if state == string(task.StepCompensationFailed) && r.Error != nil {
+			v.Error = *r.Error
+		}
+		if state == string(task.StepCompensating) && st.comp.retry != nil {
+			retrying(&v, st.comp.retry, now)
+		}
+		v.Open = state == string(task.StepCompensating) || state == string(task.StepCompensationFailed)
+		out = append(out, v)
+		fmt.Fprintf(sig, "%d;", r.Idx)
+	}
+	return out, strconv.FormatUint(sig.Sum64(), 36)
+}
+
+// deployView says what a deploy ships where: its target params, its
+// version, and the version the target had before (the last deploy of the
+// same pipeline and target that completed before this one started).
+func (h *Handler) deployView(ctx context.Context, t *task.Task, pl *pipeline.Pipeline, params map[string]any) (*pages.DeployView, error) {
+	d := &pages.DeployView{VersionName: pl.VersionParam()}
+	target := map[string]any{}
+	for _, name := range pl.TargetParams() {
+		if v, ok := params[name]; ok {
+			target[name] = v
+			d.Target = append(d.Target, pages.Param{Name: name, Value: fmt.Sprint(v)})
+		}
+	}
+	if d.VersionName == "" {
+		return d, nil
+	}
+	v, ok := params[d.VersionName]
+	if !ok {
+		return d, nil
+	}
+	d.Version = fmt.Sprint(v)
+	raw, _ := json.Marshal(target)
+	before := time.Now()
+	if t.StartedAt != nil {
+		before = *t.StartedAt
+	}
+	prev, err := h.store.TaskPreviousDeploy(ctx, t.TeamID, t.Pipeline, raw, t.ID, before)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return d, nil
+	case err != nil:
+		return nil, err
+	}
+	var pp map[string]any
+	_ = json.Unmarshal(prev.Params, &pp)
+	d.From, d.FromTask = fmt.Sprint(pp[d.VersionName]), prev.TaskID
+	return d, nil
+}
+
+// gantt places each step that ran and each undo on the run's time line.
+func gantt(t *task.Task, stages []components.StageView, undo []components.StepView, now time.Time) components.GanttView {
+	var g components.GanttView
+	start := t.StartedAt
+	if start == nil {
+		return g
+	}
+	end := now
+	if t.FinishedAt != nil {
+		end = *t.FinishedAt
+	}
+	span := max(end.Sub(*start), time.Millisecond)
+	g.Span = components.Duration(end.Sub(*start))
+	bar := func(s components.StepView) {
+		if s.StartedAt == nil {
+			return
+		}
+		stop := end
+		if s.FinishedAt != nil {
+			stop = *s.FinishedAt
+		}
+		left := 100 * float64(s.StartedAt.Sub(*start)) / float64(span)
+		width := 100 * float64(stop.Sub(*s.StartedAt)) / float64(span)
+		left = min(max(left, 0), 99.5)
+		width = min(max(width, 0.5), 100-left)
+		g.Rows = append(g.Rows, components.GanttRow{Label: s.Name, Lane: s.Lane, Key: s.Key, Left: left, Width: width,
+			Title: fmt.Sprintf("%s: %s, %s", s.Name, s.Display, components.Duration(stop.Sub(*s.StartedAt)))})
+	}
+	for _, st := range stages {
+		for _, s := range st.Steps {
+			bar(s)
+		}
+	}
+	for _, s := range undo {
+		bar(s)
+	}
+	return g
+}
+
+// rawEvents is the raw event log, newest first: the newest events that
+// are not log lines, and the newest log lines (hidden unless asked for).
+func (m *runModel) rawEvents() []pages.EventView {
+	evs := append(slices.Clone(tail(m.events, eventsShown)), tail(m.logs, eventsShown)...)
+	slices.SortFunc(evs, func(a, b task.Event) int { return cmp.Compare(b.Seq, a.Seq) })
+	return eventViews(evs)
+}
+
+func eventViews(evs []task.Event) []pages.EventView {
+	out := make([]pages.EventView, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, pages.EventView{Seq: e.Seq, Time: e.Time, Type: string(e.Type), Status: string(e.Status), StepName: e.StepName, Message: e.Message})
+	}
+	return out
+}
