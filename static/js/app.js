@@ -94,16 +94,25 @@ var maxLogLines = 5000, maxEventRows = 200; // per kind, as the server renders t
 function logAtBottom(el) { return el.scrollHeight - el.scrollTop - el.clientHeight < 8; }
 
 // A reader who scrolls a log box up stays where they put it; back at the
-// bottom, the box follows again.
+// bottom, the box follows again. Scroll events arrive after the fact, when
+// more lines may have come: the box's own scrolling (to autoTop) is told
+// apart by where it left the box.
 document.addEventListener("scroll", function (evt) {
   var el = evt.target;
-  if (el.classList && el.classList.contains("log-box")) el.dataset.follow = logAtBottom(el) ? "1" : "0";
+  if (!el.classList || !el.classList.contains("log-box")) return;
+  if (logAtBottom(el)) el.dataset.follow = "1";
+  else if (el.autoTop === undefined || Math.abs(el.scrollTop - el.autoTop) > 1) el.dataset.follow = "0";
 }, true);
 
 function followLogs() {
   document.querySelectorAll(".log-box").forEach(function (el) {
     while (el.children.length > maxLogLines) el.removeChild(el.firstElementChild);
-    if (el.dataset.follow !== "0" && el.clientHeight > 0) el.scrollTop = el.scrollHeight;
+    if (el.clientHeight === 0) return;
+    // Moved up since the box last followed, whether or not its scroll event came yet.
+    if (el.autoTop !== undefined && el.scrollTop < el.autoTop - 1 && !logAtBottom(el)) el.dataset.follow = "0";
+    if (el.dataset.follow === "0") return;
+    el.scrollTop = el.scrollHeight;
+    el.autoTop = el.scrollTop;
   });
   // The raw event log keeps the newest of each kind: log lines do not
   // push the other events out.
