@@ -29,25 +29,33 @@ func (h *Handler) approvalInbox(c echo.Context) error {
 	return h.render(c, http.StatusOK, "Needs my approval", "approvals", pages.ApprovalInbox(p))
 }
 
-// loadInbox gathers the viewer's pending decisions and, for the teams they
-// administer, the tasks in needs_attention.
+// loadInbox gathers the viewer's pending decisions, the approvals their
+// own tasks wait for and, for the teams they administer, the tasks in
+// needs_attention.
 func (h *Handler) loadInbox(ctx context.Context, u *auth.User) (pages.ApprovalInboxProps, error) {
 	var p pages.ApprovalInboxProps
 	items, err := h.store.ApprovalInbox(ctx, u.ID, inboxLimit)
 	if err != nil {
 		return p, err
 	}
+	waiting, err := h.store.ApprovalWaitingOn(ctx, u.ID, inboxLimit)
+	if err != nil {
+		return p, err
+	}
+	cur := h.newCurrentDeploys()
 	for _, it := range items {
-		v := pages.InboxItem{ID: it.ID, TaskID: it.TaskID, Title: it.Pipeline, Step: it.Step, Team: it.Team,
-			CreatedBy: it.CreatedBy, RequestedAt: it.RequestedAt, ExpiresAt: it.ExpiresAt, Detail: string(it.Detail),
-			ToolCall: it.Approval.Kind == "tool_call"}
-		if it.Kind == "agent" {
-			v.Title = "Agent task"
-		}
-		if len(it.Params) > 2 {
-			v.Params = string(it.Params)
+		v, err := h.inboxItem(ctx, cur, it)
+		if err != nil {
+			return p, err
 		}
 		p.Items = append(p.Items, v)
+	}
+	for _, it := range waiting {
+		v, err := h.inboxItem(ctx, cur, it)
+		if err != nil {
+			return p, err
+		}
+		p.Waiting = append(p.Waiting, v)
 	}
 	admin := teamIDsAtLeast(u, auth.RoleAdmin)
 	if p.IsAdmin = len(admin) > 0; p.IsAdmin {

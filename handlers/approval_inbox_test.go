@@ -76,3 +76,56 @@ func TestApprovalInboxPage(t *testing.T) {
 	require.Contains(t, body, "not pending")
 	require.Contains(t, body, `data-testid="inbox-empty"`)
 }
+
+func TestApprovalInboxShowsWhatChanges(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	hash, err := auth.HashPassword(testPassword)
+	require.NoError(t, err)
+	_, err = b.store.UserAdd(ctx, store.UserAddParams{Email: "ann@acme.test", Team: "acme", Role: auth.RoleApprover, PasswordHash: hash})
+	require.NoError(t, err)
+	submit := func(app, version string) string {
+		r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken,
+			`{"kind":"deploy","pipeline":"web-service","params":{"app":"`+app+`","version":"`+version+`","env":"production"}}`, nil)
+		require.Equal(t, http.StatusAccepted, r.status, r.raw)
+		return r.body["id"].(string)
+	}
+	testfactory.Completed(t, b.store, submit("shop", "1.2"))
+	shop := submit("shop", "1.3")
+	testfactory.AwaitingApproval(t, b.store, shop, []string{"approver", "admin"})
+	cart := submit("cart", "2.0")
+	testfactory.AwaitingApproval(t, b.store, cart, []string{"approver", "admin"})
+
+	page := func(c *http.Client) *goquery.Document {
+		res, body := b.get(t, c, "/approvals", nil)
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+		require.NoError(t, err)
+		return doc
+	}
+	ann := b.browser(t)
+	b.login(t, ann, "ann@acme.test", testPassword)
+	doc := page(ann)
+	require.Equal(t, "2", doc.Find(`[data-testid="nav-approvals-count"]`).Text(), "the badge")
+	item := doc.Find(`[data-testid="inbox-item"][data-task="` + shop + `"]`)
+	require.Equal(t, "shop · production", item.Find(`[data-testid="inbox-target"]`).Text())
+	require.Equal(t, "version 1.2 → 1.3", strings.Join(strings.Fields(item.Find(`[data-testid="inbox-change"]`).Text()), " "))
+	require.Equal(t, "any approver or admin, except alice@acme.test (who asked)",
+		strings.Join(strings.Fields(item.Find(`[data-testid="inbox-deciders"]`).Text()), " "))
+	require.Equal(t, "release", item.Find(`[data-testid="inbox-step"]`).Text())
+	require.Contains(t, item.Find(`[data-testid="inbox-params"]`).Text(), "replicas")
+	item = doc.Find(`[data-testid="inbox-item"][data-task="` + cart + `"]`)
+	require.Equal(t, "version 2.0 (first deploy of this target)", strings.Join(strings.Fields(item.Find(`[data-testid="inbox-change"]`).Text()), " "))
+
+	// The requester decides nothing, and sees what waits for whom.
+	alice := b.browser(t)
+	b.login(t, alice, "alice@acme.test", testPassword)
+	doc = page(alice)
+	require.Equal(t, 0, doc.Find(`[data-testid="nav-approvals-count"]`).Length(), "no badge: nothing to decide")
+	require.Equal(t, 1, doc.Find(`[data-testid="inbox-empty"]`).Length())
+	waiting := doc.Find(`[data-testid="waiting-item"]`)
+	require.Equal(t, 2, waiting.Length())
+	require.Equal(t, 0, waiting.Find("form").Length(), "read-only")
+	require.Contains(t, waiting.First().Find(`[data-testid="inbox-change"]`).Text(), "1.3")
+}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"io"
+	"net/http"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -26,6 +27,21 @@ func isPartial(c echo.Context) bool {
 	return hd.Get(hxRequest) == "true" && hd.Get(hxBoosted) != "true" && hd.Get(hxHistoryRestore) != "true"
 }
 
+// approvalCount is the navigation's badge: one query per full page. An
+// error page for a failing database does not ask again, and a failed
+// count shows no badge rather than failing the page.
+func (h *Handler) approvalCount(c echo.Context, userID string, status int) int {
+	if status >= http.StatusInternalServerError {
+		return 0
+	}
+	n, err := h.store.ApprovalInboxCount(c.Request().Context(), userID)
+	if err != nil {
+		requestLogger(c, h.logger).Warn("Approval count failed", "error", err)
+		return 0
+	}
+	return n
+}
+
 // render writes a page: content alone for htmx partial requests, wrapped in
 // the base layout otherwise. Buffered, so a render error still yields a
 // clean error response. Vary keeps caches from mixing the two forms.
@@ -40,6 +56,7 @@ func (h *Handler) render(c echo.Context, status int, title, active string, conte
 				v.Team, v.Role = m.Team, string(m.Role)
 			}
 			props.Viewer = v
+			props.Approvals = h.approvalCount(c, u.ID, status)
 		}
 		comp = templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 			return layout.Base(props).Render(templ.WithChildren(ctx, content), w)

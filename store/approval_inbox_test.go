@@ -38,6 +38,23 @@ func TestApprovalInbox(t *testing.T) {
 	require.Equal(t, "acme", items[0].Team)
 	require.Equal(t, "release", items[0].Step)
 
+	n, err := st.ApprovalInboxCount(ctx, approver.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the badge counts what the inbox lists")
+
+	// The creator sees what their own tasks wait for; the approver's own
+	// task waits for someone else too.
+	waiting, err := st.ApprovalWaitingOn(ctx, dev.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, waiting, 2)
+	require.Equal(t, mine.ID, waiting[0].TaskID)
+	require.Equal(t, adminOnly.ID, waiting[1].TaskID)
+	require.Equal(t, dev.TeamIDs()[0], waiting[0].TeamID)
+	waiting, err = st.ApprovalWaitingOn(ctx, approver.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, waiting, 1)
+	require.Equal(t, own.ID, waiting[0].TaskID)
+
 	for _, u := range []*auth.User{viewer, rival} {
 		items, err := st.ApprovalInbox(ctx, u.ID, 10)
 		require.NoError(t, err)
@@ -58,6 +75,12 @@ func TestApprovalInbox(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, items, 2, "an approver confirms anyone's tool call")
 	require.Equal(t, items0[0].ID, items[0].ID)
+	waiting, err = st.ApprovalWaitingOn(ctx, dev.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, waiting, 2, "a tool call its creator may confirm is in their inbox, not waiting")
+	n, err = st.ApprovalInboxCount(ctx, dev.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
 
 	_, err = st.ApprovalDecide(ctx, store.ApprovalDecideParams{TeamIDs: approver.TeamIDs(), TaskID: mine.ID, ApprovalID: a.ID,
 		Approve: true, ActorID: approver.ID, Actor: approver.Email, ActorRole: "approver"})

@@ -99,3 +99,25 @@ func AwaitingApprovalOf(t testing.TB, st *store.Store, taskID string, roles []st
 	t.Fatalf("task %s was not claimed", taskID)
 	return store.Approval{}
 }
+
+// Completed claims the pending task taskID as a worker would and ends it
+// completed.
+func Completed(t testing.TB, st *store.Store, taskID string) {
+	t.Helper()
+	claimed, err := st.TaskClaim(t.Context(), "testfactory", 100, time.Minute)
+	if err != nil {
+		t.Fatalf("error claiming: %v", err)
+	}
+	for _, c := range claimed {
+		if c.Task.ID != taskID {
+			continue
+		}
+		written, err := st.TaskWrites(t.Context(), []store.TaskWrite{{ID: taskID, Token: c.Task.LeaseToken, State: task.StateCompleted, Release: true,
+			Events: []task.Event{{Type: task.EventTaskCompleted, Status: task.StatusCompleted, Message: "completed"}}}})
+		if err != nil || len(written) != 1 {
+			t.Fatalf("error completing: %v", err)
+		}
+		return
+	}
+	t.Fatalf("task %s was not claimed", taskID)
+}

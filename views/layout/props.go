@@ -12,4 +12,7 @@ type BaseProps struct {
 	Viewer    *Viewer // nil when signed out: no navigation
 	CSRFToken string
 	Active    string // "tasks", "dashboard" or "pipelines"
+	// Approvals is how many approvals the viewer may decide (the
+	// navigation's badge); 0 shows none.
+	Approvals int
 }

@@ -174,18 +174,32 @@ func (p TaskNewProps) Invalid() []FormField {
 	return out
 }
 
-// InboxItem is one decision waiting in "Needs my approval".
+// InboxItem is one decision waiting in "Needs my approval", or (in
+// "Waiting for someone else") one on the viewer's own task.
 type InboxItem struct {
 	ID, TaskID, Title, Step, Team, CreatedBy string
-	Params, Detail                           string // JSON, shown as code
-	RequestedAt, ExpiresAt                   time.Time
-	ToolCall                                 bool // an agent's tool call rather than a pipeline step
+	// What changes: the deploy's target, and its version from the
+	// target's current one (From "" when unknown; FromNote says why).
+	Target, TargetTitle    string
+	VersionParam, From, To string
+	FromNote, FromTaskID   string
+	Roles                  []string // who may decide (with the creator for a tool call)
+	Runs                   string // the step's action
+	Params                 []KV   // the deploy's other params (secrets redacted)
+	Tool                   string // an agent's tool call: the tool
+	Args, Plan             []KV   // its arguments and resolved plan
+	RequestedAt, ExpiresAt time.Time
+	ToolCall               bool // an agent's tool call rather than a pipeline step
 }
+
+// KV is one named value shown to people.
+type KV struct{ Key, Value string }
 
 // ApprovalInboxProps are the inputs of ApprovalInbox.
 type ApprovalInboxProps struct {
 	Items      []InboxItem
-	Attention  []TaskRow // needs_attention tasks of the teams the viewer administers
+	Waiting    []InboxItem // the viewer's own tasks that wait for someone else (read-only)
+	Attention  []TaskRow   // needs_attention tasks of the teams the viewer administers
 	IsAdmin    bool
 	CSRFToken  string
 	Flash      string

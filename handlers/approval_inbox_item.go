@@ -1,0 +1,109 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"flightdeck/store"
+	"flightdeck/views/pages"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/task"
+)
+
+// inboxItem shapes a pending approval for people: what it deploys where,
+// the version it replaces, who may decide, and an agent's call as named
+// values (secrets stay redacted: details hold public params only).
+func (h *Handler) inboxItem(ctx context.Context, cur *currentDeploys, it store.InboxItem) (pages.InboxItem, error) {
+	v := pages.InboxItem{ID: it.ID, TaskID: it.TaskID, Title: it.Pipeline, Step: it.Step, Team: it.Team,
+		CreatedBy: it.CreatedBy, RequestedAt: it.RequestedAt, ExpiresAt: it.ExpiresAt,
+		ToolCall: it.Approval.Kind == string(task.ApprovalToolCall), Roles: it.Roles}
+	pipelineName, params := it.Pipeline, it.Params
+	if v.ToolCall || it.Kind == string(task.KindAgent) {
+		v.Title = "Agent task"
+		var d struct {
+			Tool      string          `json:"tool"`
+			Arguments json.RawMessage `json:"arguments"`
+			Plan      json.RawMessage `json:"plan"`
+		}
+		_ = json.Unmarshal(it.Detail, &d)
+		v.Tool, v.Args, v.Plan = d.Tool, namedValues(d.Arguments), namedValues(d.Plan)
+		// A deploy or rollback the agent prepared: its plan says where.
+		var plan struct {
+			Pipeline     string          `json:"pipeline"`
+			Params       json.RawMessage `json:"params"`
+			RollbackFrom string          `json:"rollback_from"`
+		}
+		_ = json.Unmarshal(d.Plan, &plan)
+		pipelineName, params, v.From = plan.Pipeline, plan.Params, plan.RollbackFrom
+	} else {
+		var d struct {
+			Action string `json:"action"`
+		}
+		_ = json.Unmarshal(it.Detail, &d)
+		v.Runs = d.Action
+	}
+	p, ok := h.pipelines.Get(pipelineName)
+	if !ok || len(params) == 0 {
+		return v, nil
+	}
+	var values map[string]any
+	if json.Unmarshal(params, &values) != nil {
+		return v, nil
+	}
+	v.Target, v.TargetTitle, v.To = deployTarget(p, params)
+	v.VersionParam = p.VersionParam()
+	if !v.ToolCall {
+		v.Params = paramValues(p, values)
+	}
+	if v.VersionParam == "" || v.From != "" {
+		return v, nil
+	}
+	current, complete, err := cur.of(ctx, it.TeamID, p, values)
+	if err != nil {
+		return v, err
+	}
+	switch {
+	case current != nil:
+		var prev map[string]any
+		_ = json.Unmarshal(current.Params, &prev)
+		v.From, v.FromTaskID = toString(prev[v.VersionParam]), current.ID
+	case complete:
+		v.FromNote = "first deploy of this target"
+	default:
+		v.FromNote = fmt.Sprintf("not among the last %d completed deploys of %s", currentDeploysPage, p.Name)
+	}
+	return v, nil
+}
+
+// paramValues lists a deploy's params in the pipeline's order, secrets as
+// they are stored (redacted).
+func paramValues(p *pipeline.Pipeline, values map[string]any) []pages.KV {
+	var out []pages.KV
+	for _, prm := range p.Params {
+		if v, ok := values[prm.Name]; ok && v != nil {
+			out = append(out, pages.KV{Key: prm.Name, Value: toString(v)})
+		}
+	}
+	return out
+}
+
+// namedValues lists a JSON object's members by name, nested values as
+// compact JSON.
+func namedValues(raw json.RawMessage) []pages.KV {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	out := make([]pages.KV, 0, len(m))
+	for k, v := range m {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			s = string(v)
+		}
+		out = append(out, pages.KV{Key: k, Value: s})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
