@@ -184,10 +184,10 @@ type InboxItem struct {
 	VersionParam, From, To string
 	FromNote, FromTaskID   string
 	Roles                  []string // who may decide (with the creator for a tool call)
-	Runs                   string // the step's action
-	Params                 []KV   // the deploy's other params (secrets redacted)
-	Tool                   string // an agent's tool call: the tool
-	Args, Plan             []KV   // its arguments and resolved plan
+	Runs                   string   // the step's action
+	Params                 []KV     // the deploy's other params (secrets redacted)
+	Tool                   string   // an agent's tool call: the tool
+	Args, Plan             []KV     // its arguments and resolved plan
 	RequestedAt, ExpiresAt time.Time
 	ToolCall               bool // an agent's tool call rather than a pipeline step
 }
