@@ -42,16 +42,15 @@ func (h *Handler) loadInbox(ctx context.Context, u *auth.User) (pages.ApprovalIn
 	if err != nil {
 		return p, err
 	}
-	cur := h.newCurrentDeploys()
 	for _, it := range items {
-		v, err := h.inboxItem(ctx, cur, it)
+		v, err := h.inboxItem(ctx, it)
 		if err != nil {
 			return p, err
 		}
 		p.Items = append(p.Items, v)
 	}
 	for _, it := range waiting {
-		v, err := h.inboxItem(ctx, cur, it)
+		v, err := h.inboxItem(ctx, it)
 		if err != nil {
 			return p, err
 		}

@@ -3,8 +3,9 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"sort"
+	"time"
 
 	"flightdeck/store"
 	"flightdeck/views/pages"
@@ -15,7 +16,7 @@ import (
 // inboxItem shapes a pending approval for people: what it deploys where,
 // the version it replaces, who may decide, and an agent's call as named
 // values (secrets stay redacted: details hold public params only).
-func (h *Handler) inboxItem(ctx context.Context, cur *currentDeploys, it store.InboxItem) (pages.InboxItem, error) {
+func (h *Handler) inboxItem(ctx context.Context, it store.InboxItem) (pages.InboxItem, error) {
 	v := pages.InboxItem{ID: it.ID, TaskID: it.TaskID, Title: it.Pipeline, Step: it.Step, Team: it.Team,
 		CreatedBy: it.CreatedBy, RequestedAt: it.RequestedAt, ExpiresAt: it.ExpiresAt,
 		ToolCall: it.Approval.Kind == string(task.ApprovalToolCall), Roles: it.Roles}
@@ -60,19 +61,18 @@ func (h *Handler) inboxItem(ctx context.Context, cur *currentDeploys, it store.I
 	if v.VersionParam == "" || v.From != "" {
 		return v, nil
 	}
-	current, complete, err := cur.of(ctx, it.TeamID, p, values)
-	if err != nil {
-		return v, err
-	}
+	// From: the target's current version, by the rule the run page uses.
+	target, _ := json.Marshal(p.TargetOf(values))
+	prev, err := h.store.TaskPreviousDeploy(ctx, it.TeamID, p.Name, target, it.TaskID, time.Now())
 	switch {
-	case current != nil:
-		var prev map[string]any
-		_ = json.Unmarshal(current.Params, &prev)
-		v.From, v.FromTaskID = toString(prev[v.VersionParam]), current.ID
-	case complete:
+	case errors.Is(err, store.ErrNotFound):
 		v.FromNote = "first deploy of this target"
+	case err != nil:
+		return v, err
 	default:
-		v.FromNote = fmt.Sprintf("not among the last %d completed deploys of %s", currentDeploysPage, p.Name)
+		var pp map[string]any
+		_ = json.Unmarshal(prev.Params, &pp)
+		v.From, v.FromTaskID = toString(pp[v.VersionParam]), prev.TaskID
 	}
 	return v, nil
 }
