@@ -66,15 +66,7 @@ func (h *Handler) loginOIDCCallback(c echo.Context) error {
 			return h.refuseSignIn(c, http.StatusForbidden, "unknown_email",
 				fmt.Sprintf("There is no flightdeck account for %s. Ask a team admin to add you, then sign in again.", email))
 		}
-		var id string
-		id, err = h.store.UserAutoJoin(ctx, email, h.cfg.OIDC.AutoJoinTeam, h.cfg.OIDC.AutoJoinRole)
-		if errors.Is(err, store.ErrConflict) { // an account appeared meanwhile: use it as it is
-			u, _, err = h.store.UserGetByEmail(ctx, email)
-		} else if err == nil {
-			requestLogger(c, h.logger).Info("Single sign-on joined a new user", "email", email,
-				"team", h.cfg.OIDC.AutoJoinTeam, "role", h.cfg.OIDC.AutoJoinRole)
-			u, err = h.store.UserGet(ctx, id)
-		}
+		u, err = h.autoJoin(c, email)
 	}
 	if err != nil {
 		return err
@@ -83,6 +75,22 @@ func (h *Handler) loginOIDCCallback(c echo.Context) error {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, login.Next)
+}
+
+// autoJoin makes the account of a person with a verified email and none
+// yet (FLIGHTDECK_OIDC_AUTO_JOIN). One that appeared meanwhile is used as
+// it is.
+func (h *Handler) autoJoin(c echo.Context, email string) (*auth.User, error) {
+	ctx := c.Request().Context()
+	_, err := h.store.UserAutoJoin(ctx, email, h.cfg.OIDC.AutoJoinTeam, h.cfg.OIDC.AutoJoinRole)
+	if err == nil {
+		requestLogger(c, h.logger).Info("Single sign-on joined a new user", "email", email,
+			"team", h.cfg.OIDC.AutoJoinTeam, "role", h.cfg.OIDC.AutoJoinRole)
+	} else if !errors.Is(err, store.ErrConflict) {
+		return nil, err
+	}
+	u, _, err := h.store.UserGetByEmail(ctx, email)
+	return u, err
 }
 
 // ssoRefusal says why the provider's answer was not good enough.

@@ -59,6 +59,18 @@ func TestUserAutoJoin(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, u.Memberships, 1, "an existing account does not join")
 	require.Equal(t, auth.RoleAdmin, u.Memberships[0].Role)
+
+	// Two first sign-ins at once: one creates the account, the other finds it.
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := st.UserAutoJoin(ctx, "twice@acme.test", "fresh", auth.RoleViewer)
+			errs <- err
+		}()
+	}
+	first, second := <-errs, <-errs
+	require.ElementsMatch(t, []bool{true, false}, []bool{first == nil, second == nil}, "%v, %v", first, second)
+	require.True(t, errors.Is(first, store.ErrConflict) || errors.Is(second, store.ErrConflict))
 }
 
 func TestSessionsAndTokens(t *testing.T) {
