@@ -132,7 +132,7 @@ func TestWebServiceBlueGreen(t *testing.T) {
 		states[r.Name] = r.State
 	}
 	require.Equal(t, map[string]string{"create_dns": "compensated", "issue_cert": "compensated",
-		"deploy_container": "failed", "configure_monitoring": "pending"}, states)
+		"deploy_container": "failed", "configure_monitoring": "skipped"}, states)
 
 	// Its certificate was revoked by the compensation: the CRL lists it alone.
 	der, err := local.CRL(ctx, st)
