@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -40,14 +39,5 @@ func (h *Handler) submitAgent(c echo.Context, prompt string) (*task.Task, error)
 		return nil, err
 	}
 	t, _, err := h.store.TaskInsert(c.Request().Context(), p)
-	return t, queueFull(err)
-}
-
-// queueFull maps store.ErrQueueFull to the contract's 429.
-func queueFull(err error) error {
-	if errors.Is(err, store.ErrQueueFull) {
-		return &APIError{Status: http.StatusTooManyRequests, Code: "queue_full", RetryAfter: 5,
-			Message: "the team's queue of pending tasks is full; retry later"}
-	}
-	return err
+	return t, insertError(err)
 }

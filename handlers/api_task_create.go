@@ -3,14 +3,12 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/store"
-	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
@@ -60,32 +58,14 @@ func (h *Handler) apiTaskCreate(c echo.Context) error {
 		return err
 	}
 	t, created, err := h.store.TaskInsert(c.Request().Context(), p)
-	switch {
-	case errors.Is(err, store.ErrIdempotencyConflict):
-		return &APIError{Status: http.StatusConflict, Code: "idempotency_conflict",
-			Message: "this Idempotency-Key was used with a different request body"}
-	case errors.Is(err, store.ErrQueueFull):
-		return &APIError{Status: http.StatusTooManyRequests, Code: "queue_full", RetryAfter: 5,
-			Message: "the team's queue of pending tasks is full; retry later"}
-	case err != nil:
-		return err
+	if err != nil {
+		return insertError(err)
 	}
 	status := http.StatusAccepted
 	if !created {
 		status = http.StatusOK
 	}
 	return c.JSON(status, toTaskJSON(t))
-}
-
-// splitParams is a deploy's validated params as stored: the public ones
-// (secret values shown as "[REDACTED]") and the secret ones apart.
-func splitParams(pl *pipeline.Pipeline, params map[string]any) (public, secret json.RawMessage) {
-	pub, sec := pl.SplitSecrets(params)
-	public, _ = json.Marshal(pub)
-	if sec != nil {
-		secret, _ = json.Marshal(sec)
-	}
-	return public, secret
 }
 
 // validateTaskCreate checks the request and fills p. Errors name the field.

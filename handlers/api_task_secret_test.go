@@ -39,13 +39,21 @@ type secretBundle struct {
 
 func setupSecrets(t *testing.T) *secretBundle {
 	t.Helper()
-	catalog, err := pipeline.NewCatalog(append(pipeline.Builtin(), &pipeline.Pipeline{Name: "secret-deploy",
+	return setupRecording(t, &pipeline.Pipeline{Name: "secret-deploy",
 		Params: []pipeline.Param{
 			{Name: "app", Type: "string", Pattern: "^[a-z]+$", Required: true},
 			{Name: "db_password", Type: "string", Pattern: "^[A-Za-z0-9-]+$", Secret: true},
 		},
 		Steps: []pipeline.Step{{Name: "release", Action: "test.record", Approval: &pipeline.Approval{}}},
-	})...)
+	})
+}
+
+// setupRecording is a server offering the built-in pipelines and extra,
+// with a saga worker pool whose action test.record records the params
+// its step runs with and echoes db_password in its output.
+func setupRecording(t *testing.T, extra ...*pipeline.Pipeline) *secretBundle {
+	t.Helper()
+	catalog, err := pipeline.NewCatalog(append(pipeline.Builtin(), extra...)...)
 	require.NoError(t, err)
 	sb := &secretBundle{testBundle: setupCatalog(t, nil, catalog), ran: map[string]map[string]any{}}
 	record := action.Func(func(ctx context.Context, in action.Input) (json.RawMessage, error) {

@@ -85,7 +85,7 @@ func (h *Handler) explainFailure(c echo.Context, id string) (*task.Task, error) 
 	}
 	nt, _, err := h.store.TaskInsert(ctx, p)
 	if err != nil {
-		return nil, queueFull(err)
+		return nil, insertError(err)
 	}
 	h.hub.Publish(nt.ID)
 	return nt, nil

@@ -40,6 +40,9 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 	if t.Error != nil {
 		p.Task.Error = *t.Error
 	}
+	if t.RerunOf != nil {
+		p.Task.RerunOf = *t.RerunOf
+	}
 	if len(t.Params) > 2 {
 		p.Task.Params = string(t.Params)
 	}

@@ -19,7 +19,8 @@ const taskColumns = `t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params, t.p
 	t.attempt, t.max_attempts, t.created_by, u.email, t.created_at, t.started_at, t.finished_at, t.deadline_at,
 	t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total,
 	(SELECT h.task_id FROM concurrency_holds h
-		WHERE t.state = 'pending' AND h.team_id = t.team_id AND h.key = t.concurrency_key AND h.task_id <> t.id)`
+		WHERE t.state = 'pending' AND h.team_id = t.team_id AND h.key = t.concurrency_key AND h.task_id <> t.id),
+	t.rerun_of`
 
 const taskFrom = `FROM tasks t JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by`
 
@@ -31,10 +32,10 @@ func scanTaskWith(row pgx.Row, extra func(*task.Task) []any) (*task.Task, error)
 	var params, result []byte
 	var kind, state string
 	var prio int16
-	dest := make([]any, 0, 28) // room for extra's columns: one allocation
+	dest := make([]any, 0, 29) // room for extra's columns: one allocation
 	dest = append(dest, &t.ID, &t.TeamID, &t.Team, &kind, &t.Pipeline, &params, &t.Prompt, &prio, &state,
 		&t.Attempt, &t.MaxAttempts, &t.CreatedByID, &t.CreatedBy, &t.CreatedAt, &t.StartedAt, &t.FinishedAt,
-		&t.DeadlineAt, &t.CancelRequested, &t.Error, &result, &t.LastSeq, &t.Progress.Step, &t.Progress.TotalStep, &t.BlockedBy)
+		&t.DeadlineAt, &t.CancelRequested, &t.Error, &result, &t.LastSeq, &t.Progress.Step, &t.Progress.TotalStep, &t.BlockedBy, &t.RerunOf)
 	if extra != nil {
 		dest = append(dest, extra(&t)...)
 	}

@@ -87,7 +87,7 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 		)
 		SELECT t.id, t.team_id, '', t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority,
 			t.state, t.attempt, t.max_attempts, t.created_by, '', t.created_at, t.started_at, t.finished_at, t.deadline_at,
-			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, NULL,
+			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, NULL, t.rerun_of,
 			t.lease_token,
 			(SELECT json_agg(json_build_object('idx', s.idx, 'name', s.name, 'state', s.state, 'attempt', s.attempt,
 				'idempotency_key', s.idempotency_key, 'output', s.output, 'error', s.error, 'started_at', s.started_at,

@@ -47,6 +47,11 @@ type TaskInsertParams struct {
 	// own (invariant 4).
 	ID    string
 	Steps []StepSave
+	// TargetKey ("" for none) names the deploy's target (pipeline.TargetKey):
+	// its environment and history.
+	TargetKey string
+	// RerunOf is the task a re-run repeats ("" for none).
+	RerunOf string
 }
 
 // TaskInsert accepts a task: the row and its first event are committed in
@@ -160,10 +165,10 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 				SELECT 1 FROM tasks WHERE team_id = $1 AND state = 'pending' LIMIT $13) x) < $13 AS ok
 		), ins AS (
 			INSERT INTO tasks (id, team_id, created_by, kind, pipeline, params, prompt, priority, max_attempts,
-				deadline_at, idempotency_key, request_hash, webhook, secret_params, concurrency_key,
+				deadline_at, idempotency_key, request_hash, webhook, secret_params, concurrency_key, target_key, rerun_of,
 				state, finished_at, error, last_seq)
 			SELECT COALESCE(NULLIF($17::text, '')::uuid, flightdeck_uuid_v7()), $1, $2, $3, $4, $5, $6, $7, $8,
-				CASE WHEN $9 > 0 THEN now() + make_interval(secs => $9) END, NULLIF($10, ''), $11, $12, $14, NULLIF($15, ''),
+				CASE WHEN $9 > 0 THEN now() + make_interval(secs => $9) END, NULLIF($10, ''), $11, $12, $14, NULLIF($15, ''), NULLIF($21, ''), NULLIF($22, '')::uuid,
 				CASE WHEN h.task_id IS NULL THEN 'pending' ELSE 'cancelled' END,
 				CASE WHEN h.task_id IS NOT NULL THEN now() END,
 				'cancelled at once: task ' || h.task_id || ' holds concurrency key ' || $15 || ' (policy cancel_newest)',
@@ -190,7 +195,7 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 		SELECT (SELECT id FROM ins), (SELECT id FROM existing), (SELECT request_hash FROM existing), (SELECT ok FROM room)`,
 		p.TeamID, p.CreatedByID, string(p.Kind), p.Pipeline, []byte(params), p.Prompt, int16(p.Priority), maxAttempts,
 		p.DeadlineSeconds, p.IdempotencyKey, p.RequestHash, nullJSON(p.Webhook), p.MaxPending, secretJSON(p.SecretParams),
-		p.ConcurrencyKey, p.ConcurrencyPolicy, p.ID, st.idx, st.names, st.keys).Scan(&inserted, &existing, &res.existingHash, &res.room)
+		p.ConcurrencyKey, p.ConcurrencyPolicy, p.ID, st.idx, st.names, st.keys, p.TargetKey, p.RerunOf).Scan(&inserted, &existing, &res.existingHash, &res.room)
 	if err != nil {
 		return res, interpretError(err)
 	}

@@ -2,6 +2,7 @@
 package testfactory
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -37,7 +38,8 @@ type TaskOpts struct {
 	ConcurrencyPolicy string
 	// Steps names step rows stored with the task, pending, as a submit
 	// stores a deploy's planned steps (saga.NewDeploy); none by default.
-	Steps []string
+	Steps  []string
+	Params json.RawMessage // stored as given, unvalidated (nil: none)
 }
 
 // Task submits a task as u and returns it.
@@ -49,7 +51,7 @@ func Task(t testing.TB, st *store.Store, u *auth.User, opts *TaskOpts) *task.Tas
 	p := store.TaskInsertParams{
 		TeamID: u.Memberships[0].TeamID, CreatedByID: u.ID, Kind: task.KindDeploy, Pipeline: opts.Pipeline,
 		Priority: opts.Priority, MaxAttempts: opts.MaxAttempts, DeadlineSeconds: opts.Deadline,
-		ConcurrencyKey: opts.ConcurrencyKey, ConcurrencyPolicy: opts.ConcurrencyPolicy,
+		ConcurrencyKey: opts.ConcurrencyKey, ConcurrencyPolicy: opts.ConcurrencyPolicy, Params: opts.Params,
 	}
 	if p.Pipeline == "" {
 		p.Pipeline = "noop"

@@ -11,6 +11,7 @@ import (
 // TaskView is the task as the page shows it.
 type TaskView struct {
 	ID, Kind, Pipeline, State, Priority, CreatedBy, Error, Params, Prompt string
+	RerunOf                                                               string // the task this one repeats, "" for none
 	CreatedAt                                                             time.Time
 	StartedAt, FinishedAt                                                 *time.Time
 	Progress                                                              task.Progress

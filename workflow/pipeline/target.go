@@ -62,3 +62,19 @@ func canon(v any) string {
 	}
 	return string(b)
 }
+
+// TargetKey names the target of a deploy with these (validated) params:
+// the canonical JSON text of TargetOf (object keys sorted, so equal targets
+// have equal keys), "" when the pipeline's target is empty (nothing names
+// where it deploys, so it has no environment). A task stores it at submit
+// (saga.NewDeploy); environments and their history are found by it.
+func (p *Pipeline) TargetKey(params map[string]any) string {
+	if len(p.TargetParams()) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(p.TargetOf(params))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

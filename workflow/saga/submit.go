@@ -11,8 +11,8 @@ import (
 // NewDeploy fills in what every submit of a deploy stores, whoever submits
 // it (the API, the form, an agent's start_deploy, a re-run): the pipeline,
 // the validated params split into public and secret ones, the concurrency
-// key, and the task's planned steps with their idempotency keys under a
-// new task id. Storing the keys with the task means its first run starts
+// key, the target key (its environment), and the task's planned steps with
+// their idempotency keys under a new task id. Storing the keys with the task means its first run starts
 // its first action without a write of its own: the key is stored before
 // the action runs (invariant 4) since the task was accepted. The caller
 // sets who, the team's id, the priority and the rest.
@@ -37,6 +37,7 @@ func NewDeploy(in *store.TaskInsertParams, p *pipeline.Pipeline, params map[stri
 		in.SecretParams, _ = json.Marshal(sec)
 	}
 	in.ConcurrencyKey, in.ConcurrencyPolicy = key, policy
+	in.TargetKey = p.TargetKey(params)
 	return nil
 }
 

@@ -140,7 +140,10 @@ type Task struct {
 	LastSeq         int             `json:"last_seq"`
 	// BlockedBy is the task holding this pending task's concurrency key
 	// (the wait holds no worker); nil when nothing blocks it.
-	BlockedBy  *string `json:"blocked_by"`
+	BlockedBy *string `json:"blocked_by"`
+	// RerunOf is the task this one repeats (a re-run, redeploy or
+	// rollback); nil otherwise.
+	RerunOf    *string `json:"rerun_of"`
 	LeaseToken string  `json:"-"` // set on claimed tasks; every worker write carries it
 	Steps      []Step  `json:"steps,omitempty"`
 }

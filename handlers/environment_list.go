@@ -1,0 +1,118 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"flightdeck/internal/auth"
+	"flightdeck/store"
+	"flightdeck/views/pages"
+	"flightdeck/workflow/pipeline"
+)
+
+// envHistoryShown is how many completed deploys of each target the page lists.
+const envHistoryShown = 10
+
+func (h *Handler) environmentList(c echo.Context) error {
+	u := userOf(c)
+	filter := c.QueryParam("pipeline")
+	envs, err := h.store.EnvironmentList(c.Request().Context(), store.EnvironmentListParams{
+		TeamIDs: u.TeamIDs(), Pipeline: filter, History: envHistoryShown})
+	if err != nil {
+		return err
+	}
+	p := pages.EnvironmentsProps{Pipeline: filter, CSRFToken: csrfToken(c)}
+	for _, pl := range h.pipelines.All() {
+		p.Names = append(p.Names, pl.Name)
+	}
+	now := time.Now()
+	for _, e := range envs {
+		if n := len(p.Pipelines); n == 0 || p.Pipelines[n-1].Name != e.Pipeline {
+			p.Pipelines = append(p.Pipelines, pages.EnvPipeline{Name: e.Pipeline})
+		}
+		group := &p.Pipelines[len(p.Pipelines)-1]
+		pl, _ := h.pipelines.Get(e.Pipeline) // nil: a pipeline removed since
+		if pl != nil {
+			group.VersionParam = pl.VersionParam()
+		}
+		pairs := targetPairs(pl, e.TargetKey)
+		t := pages.EnvTarget{Team: e.Team, Target: strings.Join(pairs, " "), TargetPairs: pairs, Waiting: e.Waiting, WaitingID: e.WaitingIDs,
+			CanDeploy: u.RoleIn(e.TeamID).AtLeast(auth.RoleDeployer)}
+		if e.Running != nil {
+			t.Running = *e.Running
+		}
+		t.Current, t.Previous = envDeploy(pl, e.TargetKey, e.Current, now), envDeploy(pl, e.TargetKey, e.Previous, now)
+		for _, d := range e.History {
+			v := envDeploy(pl, e.TargetKey, &d, now)
+			v.Current = e.Current != nil && d.TaskID == e.Current.TaskID
+			t.History = append(t.History, *v)
+		}
+		group.Targets = append(group.Targets, t)
+	}
+	return h.render(c, http.StatusOK, "Environments", "environments", pages.Environments(p))
+}
+
+// envDeploy is d as the page shows it: its version is the pipeline's
+// version parameter, or without one the params that are not the target.
+func envDeploy(pl *pipeline.Pipeline, targetKey string, d *store.Deployed, now time.Time) *pages.EnvDeploy {
+	if d == nil {
+		return nil
+	}
+	out := &pages.EnvDeploy{TaskID: d.TaskID, By: d.CreatedBy, FinishedAt: d.FinishedAt, Ago: now.Sub(d.FinishedAt)}
+	var params, target map[string]any
+	_ = json.Unmarshal(d.Params, &params)
+	_ = json.Unmarshal([]byte(targetKey), &target)
+	if pl != nil && pl.VersionParam() != "" {
+		out.Version = fmt.Sprint(params[pl.VersionParam()])
+		return out
+	}
+	rest := map[string]any{}
+	for k, v := range params {
+		if _, ok := target[k]; !ok {
+			rest[k] = v
+		}
+	}
+	out.Version = strings.Join(pairsOf(nil, rest), " ")
+	if out.Version == "" {
+		out.Version = "(same parameters)"
+	}
+	return out
+}
+
+// targetPairs reads a target key as "app=shop", "env=staging", in the
+// pipeline's parameter order when it still exists.
+func targetPairs(pl *pipeline.Pipeline, targetKey string) []string {
+	var target map[string]any
+	if json.Unmarshal([]byte(targetKey), &target) != nil {
+		return []string{targetKey}
+	}
+	var order []string
+	if pl != nil {
+		order = pl.TargetParams()
+	}
+	return pairsOf(order, target)
+}
+
+// pairsOf writes m as "k=v" pairs: the names in order first, then the rest sorted.
+func pairsOf(order []string, m map[string]any) []string {
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range m {
+			if !slices.Contains(order, k) && !yield(k) {
+				return
+			}
+		}
+	})
+	var out []string
+	for _, k := range append(slices.Clone(order), keys...) {
+		if v, ok := m[k]; ok {
+			out = append(out, fmt.Sprintf("%s=%v", k, v))
+		}
+	}
+	return out
+}

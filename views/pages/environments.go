@@ -1,0 +1,42 @@
+package pages
+
+import "time"
+
+// EnvDeploy is one completed deploy of a target, as the page shows it.
+type EnvDeploy struct {
+	TaskID     string
+	Version    string // the version param's value, or the non-target params
+	By         string
+	FinishedAt time.Time
+	Ago        time.Duration // since FinishedAt, when the page was made
+	Current    bool          // what the target runs now (no Redeploy)
+}
+
+// EnvTarget is one target of a pipeline: what runs there and what is on the way.
+type EnvTarget struct {
+	Team        string
+	Target      string   // "app=shop env=staging"
+	TargetPairs []string // "app=shop", "env=staging"
+	Current     *EnvDeploy
+	Previous    *EnvDeploy
+	Running     string   // task id, "" for none
+	Waiting     int      // tasks waiting for the target
+	WaitingID   []string // the first few of them
+	History     []EnvDeploy
+	CanDeploy   bool // the viewer may redeploy and roll back (deployer or above)
+}
+
+// EnvPipeline is one pipeline's table of targets.
+type EnvPipeline struct {
+	Name         string
+	VersionParam string // "" when the pipeline has none
+	Targets      []EnvTarget
+}
+
+// EnvironmentsProps are the inputs of Environments.
+type EnvironmentsProps struct {
+	Pipelines []EnvPipeline
+	Pipeline  string   // the filter, "" for every pipeline
+	Names     []string // the filter's choices
+	CSRFToken string
+}
