@@ -16,10 +16,7 @@ import (
 // adding (contract §3); the check that every documented operation is served
 // skips them while they are missing. Once served they are checked like
 // every other.
-var notYetServed = map[string]bool{
-	"POST /api/v1/tasks/{id}/rerun": true,
-	"GET /api/v1/environments":      true,
-}
+var notYetServed = map[string]bool{}
 
 var echoParam = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
 
