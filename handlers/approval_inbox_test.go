@@ -18,11 +18,7 @@ import (
 func TestApprovalInboxPage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := t.Context()
-	hash, err := auth.HashPassword(testPassword)
-	require.NoError(t, err)
-	_, err = b.store.UserAdd(ctx, store.UserAddParams{Email: "ann@acme.test", Team: "acme", Role: auth.RoleApprover, PasswordHash: hash})
-	require.NoError(t, err)
+	addApprover(t, b, "ann@acme.test")
 	r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"approval-demo","params":{}}`, nil)
 	require.Equal(t, http.StatusAccepted, r.status)
 	taskID := r.body["id"].(string)
@@ -80,11 +76,7 @@ func TestApprovalInboxPage(t *testing.T) {
 func TestApprovalInboxShowsWhatChanges(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := t.Context()
-	hash, err := auth.HashPassword(testPassword)
-	require.NoError(t, err)
-	_, err = b.store.UserAdd(ctx, store.UserAddParams{Email: "ann@acme.test", Team: "acme", Role: auth.RoleApprover, PasswordHash: hash})
-	require.NoError(t, err)
+	addApprover(t, b, "ann@acme.test")
 	submit := func(app, version string) string {
 		r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken,
 			`{"kind":"deploy","pipeline":"web-service","params":{"app":"`+app+`","version":"`+version+`","env":"production"}}`, nil)
@@ -128,4 +120,13 @@ func TestApprovalInboxShowsWhatChanges(t *testing.T) {
 	require.Equal(t, 2, waiting.Length())
 	require.Equal(t, 0, waiting.Find("form").Length(), "read-only")
 	require.Contains(t, waiting.First().Find(`[data-testid="inbox-change"]`).Text(), "1.3")
+}
+
+// addApprover adds an approver to acme with the test password.
+func addApprover(t *testing.T, b *testBundle, email string) {
+	t.Helper()
+	hash, err := auth.HashPassword(testPassword)
+	require.NoError(t, err)
+	_, err = b.store.UserAdd(t.Context(), store.UserAddParams{Email: email, Team: "acme", Role: auth.RoleApprover, PasswordHash: hash})
+	require.NoError(t, err)
 }

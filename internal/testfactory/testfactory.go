@@ -83,43 +83,38 @@ func AwaitingApproval(t testing.TB, st *store.Store, taskID string, roles []stri
 // tool_call).
 func AwaitingApprovalOf(t testing.TB, st *store.Store, taskID string, roles []string, kind string) store.Approval {
 	t.Helper()
-	claimed, err := st.TaskClaim(t.Context(), "testfactory", 100, time.Minute)
-	if err != nil {
-		t.Fatalf("error claiming: %v", err)
+	aps, err := st.ApprovalPark(t.Context(), taskID, claim(t, st, taskID), store.ApprovalParkParams{
+		Steps: []store.ApprovalStep{{Idx: 1, Name: "release", Attempt: 1}}, Roles: roles, Timeout: time.Hour, Kind: kind})
+	if err != nil || len(aps) != 1 {
+		t.Fatalf("error parking for approval: %v (%d approvals)", err, len(aps))
 	}
-	for _, c := range claimed {
-		if c.Task.ID != taskID {
-			continue
-		}
-		aps, err := st.ApprovalPark(t.Context(), taskID, c.Task.LeaseToken, store.ApprovalParkParams{
-			Steps: []store.ApprovalStep{{Idx: 1, Name: "release", Attempt: 1}}, Roles: roles, Timeout: time.Hour, Kind: kind})
-		if err != nil || len(aps) != 1 {
-			t.Fatalf("error parking for approval: %v (%d approvals)", err, len(aps))
-		}
-		return aps[0]
-	}
-	t.Fatalf("task %s was not claimed", taskID)
-	return store.Approval{}
+	return aps[0]
 }
 
 // Completed claims the pending task taskID as a worker would and ends it
 // completed.
 func Completed(t testing.TB, st *store.Store, taskID string) {
 	t.Helper()
+	written, err := st.TaskWrites(t.Context(), []store.TaskWrite{{ID: taskID, Token: claim(t, st, taskID), State: task.StateCompleted, Release: true,
+		Events: []task.Event{{Type: task.EventTaskCompleted, Status: task.StatusCompleted, Message: "completed"}}}})
+	if err != nil || len(written) != 1 {
+		t.Fatalf("error completing: %v", err)
+	}
+}
+
+// claim claims the pending tasks as a worker would and returns taskID's
+// lease token.
+func claim(t testing.TB, st *store.Store, taskID string) string {
+	t.Helper()
 	claimed, err := st.TaskClaim(t.Context(), "testfactory", 100, time.Minute)
 	if err != nil {
 		t.Fatalf("error claiming: %v", err)
 	}
 	for _, c := range claimed {
-		if c.Task.ID != taskID {
-			continue
+		if c.Task.ID == taskID {
+			return c.Task.LeaseToken
 		}
-		written, err := st.TaskWrites(t.Context(), []store.TaskWrite{{ID: taskID, Token: c.Task.LeaseToken, State: task.StateCompleted, Release: true,
-			Events: []task.Event{{Type: task.EventTaskCompleted, Status: task.StatusCompleted, Message: "completed"}}}})
-		if err != nil || len(written) != 1 {
-			t.Fatalf("error completing: %v", err)
-		}
-		return
 	}
 	t.Fatalf("task %s was not claimed", taskID)
+	return ""
 }
