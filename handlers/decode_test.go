@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -71,6 +73,9 @@ func TestDecodeStrict(t *testing.T) {
 		{"NegativeForUnsigned", `{"budgets":{"steps":{"max":-1}}}`, http.StatusUnprocessableEntity, "budgets.steps.max"},
 		{"ObjectForList", `{"events":{"a":1}}`, http.StatusUnprocessableEntity, "events"},
 		{"NullsAreFine", `{"webhook":null,"events":null,"steps":[null],"count":null}`, 0, ""},
+		{"WrongTypeInMapValue", `{"budgets":{"a":{"max":"x"}}}`, http.StatusUnprocessableEntity, "budgets.a.max"},
+		{"WrongTypeDeepInArrayItem", `{"steps":[{"name":"a"},{"with":{"name":5}}]}`, http.StatusUnprocessableEntity, "steps.1.with.name"},
+		{"UnknownFieldBeforeAWrongType", `{"webhook":{"x":1},"count":"two"}`, http.StatusUnprocessableEntity, "webhook.x"},
 		{"DuplicateKeyInArrayItem", `{"steps":[{"name":"a"},{"name":"a","name":"b"}]}`, http.StatusBadRequest, "steps.1.name"},
 		// encoding/json matches field names without regard to case, so keys
 		// that differ only in case are the same field said twice.
@@ -94,6 +99,29 @@ func TestDecodeStrict(t *testing.T) {
 			require.Equal(t, tt.field, apiErr.Field)
 		})
 	}
+}
+
+// TestEncodingJSONErrorsLackTheDottedPath pins why decode_path.go walks the
+// body itself: encoding/json names a wrong type's field without array
+// indices or map keys, and an unknown field by its key alone, in an error
+// with no type to read it from. When this fails, a newer Go reports the
+// path the contract's `field` needs, and the walker can go.
+func TestEncodingJSONErrorsLackTheDottedPath(t *testing.T) {
+	t.Parallel()
+	decode := func(body string) error {
+		dec := json.NewDecoder(strings.NewReader(body))
+		dec.DisallowUnknownFields()
+		var dst decodeTarget
+		return dec.Decode(&dst)
+	}
+	var typeErr *json.UnmarshalTypeError
+	require.ErrorAs(t, decode(`{"steps":[{"name":"a"},{"name":[]}]}`), &typeErr)
+	require.Equal(t, "steps.name", typeErr.Field, "no index: the contract wants steps.1.name")
+	require.ErrorAs(t, decode(`{"budgets":{"steps":{"max":1.5}}}`), &typeErr)
+	require.Equal(t, "budgets.max", typeErr.Field, "no map key: the contract wants budgets.steps.max")
+	err := decode(`{"webhook":{"url":"u","x":1}}`)
+	require.EqualError(t, err, `json: unknown field "x"`, "the key alone: the contract wants webhook.x")
+	require.False(t, errors.As(err, &typeErr))
 }
 
 func TestCanonicalHash(t *testing.T) {

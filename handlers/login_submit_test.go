@@ -66,3 +66,35 @@ func TestLoginThrottle(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "five failures from this address (a forwarded-for header does not change it)")
 	require.NotEmpty(t, res.Header.Get("Retry-After"))
 }
+
+// TestSessionCookieSecureBehindATLSProxy: behind a proxy that ends TLS the
+// request reaches flightdeck over plain HTTP; X-Forwarded-Proto: https still
+// makes the session cookie Secure.
+func TestSessionCookieSecureBehindATLSProxy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	login := func(header map[string]string) *http.Cookie {
+		c := b.browser(t)
+		tok := b.csrfFrom(t, c, "/login")
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL+"/login",
+			strings.NewReader(url.Values{"email": {"alice@acme.test"}, "password": {testPassword}, "_csrf": {tok}}.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		res, err := c.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		for _, ck := range res.Cookies() {
+			if ck.Name == "fd_session" {
+				return ck
+			}
+		}
+		t.Fatal("no session cookie")
+		return nil
+	}
+	require.False(t, login(nil).Secure, "plain HTTP: a Secure cookie would never come back")
+	require.True(t, login(map[string]string{"X-Forwarded-Proto": "https"}).Secure)
+}

@@ -132,10 +132,13 @@ func (h *Handler) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// setCookie sets a cookie, Secure when the browser came over HTTPS: to this
+// server, or to a TLS proxy saying so in X-Forwarded-Proto. A client that
+// forges the header only keeps the cookie from itself over plain HTTP.
 func setCookie(c echo.Context, name, value string, maxAge int) {
 	c.SetCookie(&http.Cookie{
 		Name: name, Value: value, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.Request().TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https",
 	})
 }
 

@@ -66,8 +66,14 @@ func (h *Handler) acceptWS(c echo.Context) (*wsConn, error) {
 		return nil, nil // Accept already answered the client
 	}
 	ws.SetReadLimit(wsReadLimit)
-	ctx, cancel := context.WithCancel(c.Request().Context())
+	// The request's context ends when the server shuts down (and when the
+	// handler returns). Then the socket closes with 1012 (service restart),
+	// the frame sent before its own context ends: browsers (htmx's ws
+	// extension) reconnect after 1012, to another process behind the proxy,
+	// but never after 1000.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(c.Request().Context()))
 	conn := &wsConn{c: ws, out: make(chan []byte, wsSendBuffer), paced: make(chan []byte), ctx: ctx, cancel: cancel}
+	context.AfterFunc(c.Request().Context(), func() { conn.close(websocket.StatusServiceRestart, "server restarting") })
 	go conn.writer()
 	if cr, ok := credentialOf(c); ok {
 		h.sockets.watch(conn, cr)

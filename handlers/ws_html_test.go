@@ -64,6 +64,14 @@ func TestTaskPageSocketReaderEndsWithTheHandler(t *testing.T) {
 			}
 		}
 		shutdown()
+		// Like a browser, answer the server's close frame (1012).
+		go func() {
+			for {
+				if _, _, err := ws.Read(ctx); err != nil {
+					return
+				}
+			}
+		}()
 		select {
 		case g := <-leftover:
 			require.Empty(t, g, "the socket handler returned with its reader still running")
