@@ -3,9 +3,12 @@ package handlers_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
 	"flightdeck/internal/auth"
@@ -162,6 +165,38 @@ func TestEnvironments(t *testing.T) {
 
 		get := eb.api(t, http.MethodGet, "/api/v1/tasks/"+v1, eb.aliceToken, "", nil)
 		require.Nil(t, get.body["rerun_of"], "an original task re-runs nothing")
+	})
+
+	t.Run("PageShowsTargetsAndRollsBack", func(t *testing.T) {
+		c := eb.browser(t)
+		eb.login(t, c, "alice@acme.test", testPassword)
+		res, body := eb.get(t, c, "/environments?pipeline=env-deploy", nil)
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		require.NotContains(t, body, testSecret)
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+		require.NoError(t, err)
+		shop := doc.Find(`[data-testid="environment"][data-target="app=shop env=staging"]`)
+		require.Equal(t, 1, shop.Length())
+		cart := doc.Find(`[data-testid="environment"][data-target="app=cart env=staging"]`)
+		require.Contains(t, cart.Find(`[data-testid="env-running"]`).AttrOr("href", ""), "/tasks/")
+		require.Equal(t, 1, cart.Find(`[data-testid="env-waiting"]`).Length())
+		rollback := shop.Find(`[data-testid="env-rollback"]`).Closest("form")
+		action, ok := rollback.Attr("action")
+		require.True(t, ok, "a deployer may roll back")
+		tok := rollback.Find(`input[name="_csrf"]`).AttrOr("value", "")
+
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, eb.srv.URL+action, strings.NewReader(url.Values{"_csrf": {tok}}.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err = c.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		rolled := strings.TrimPrefix(res.Header.Get("Location"), "/tasks/")
+		r := eb.api(t, http.MethodGet, "/api/v1/tasks/"+rolled, eb.aliceToken, "", nil)
+		require.Equal(t, http.StatusOK, r.status, r.raw)
+		require.Equal(t, strings.TrimSuffix(strings.TrimPrefix(action, "/tasks/"), "/rerun"), r.body["rerun_of"])
+		eb.waitState(t, rolled, "completed")
 	})
 
 	t.Run("RerunIsIdempotentWithAKey", func(t *testing.T) {
