@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,15 +23,7 @@ func TestLoginThrottle(t *testing.T) {
 	attempt := func(email, password string, header map[string]string) (*http.Response, string) {
 		c := b.browser(t)
 		tok := b.csrfFrom(t, c, "/login")
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL+"/login",
-			strings.NewReader(url.Values{"email": {email}, "password": {password}, "_csrf": {tok}}.Encode()))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		res, err := c.Do(req)
-		require.NoError(t, err)
+		res := b.postFormRes(t, c, "/login", url.Values{"email": {email}, "password": {password}, "_csrf": {tok}}, header)
 		defer res.Body.Close()
 		doc, err := goquery.NewDocumentFromReader(res.Body)
 		require.NoError(t, err)
@@ -76,15 +67,7 @@ func TestSessionCookieSecureBehindATLSProxy(t *testing.T) {
 	login := func(header map[string]string) *http.Cookie {
 		c := b.browser(t)
 		tok := b.csrfFrom(t, c, "/login")
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL+"/login",
-			strings.NewReader(url.Values{"email": {"alice@acme.test"}, "password": {testPassword}, "_csrf": {tok}}.Encode()))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		res, err := c.Do(req)
-		require.NoError(t, err)
+		res := b.postFormRes(t, c, "/login", url.Values{"email": {"alice@acme.test"}, "password": {testPassword}, "_csrf": {tok}}, header)
 		defer res.Body.Close()
 		require.Equal(t, http.StatusSeeOther, res.StatusCode)
 		for _, ck := range res.Cookies() {

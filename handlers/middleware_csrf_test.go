@@ -16,6 +16,14 @@ import (
 // postForm posts a form with extra headers and returns the status.
 func (b *testBundle) postForm(t *testing.T, c *http.Client, path string, v url.Values, header map[string]string) int {
 	t.Helper()
+	res := b.postFormRes(t, c, path, v, header)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// postFormRes posts a form with extra headers; the caller closes the body.
+func (b *testBundle) postFormRes(t *testing.T, c *http.Client, path string, v url.Values, header map[string]string) *http.Response {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL+path, strings.NewReader(v.Encode()))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -24,8 +32,7 @@ func (b *testBundle) postForm(t *testing.T, c *http.Client, path string, v url.V
 	}
 	res, err := c.Do(req)
 	require.NoError(t, err)
-	res.Body.Close()
-	return res.StatusCode
+	return res
 }
 
 // signedIn reports whether c's session still opens the task list.
