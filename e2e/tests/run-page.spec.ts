@@ -118,12 +118,7 @@ test('the run page of a deploy: header, nested groups, compensation lane, failur
   test.setTimeout(120_000);
   const app = `run${Date.now().toString(36).slice(-5)}`;
   for (const width of [1400, 390]) {
-    const page = await (await browser.newContext({ viewport: { width, height: 900 } })).newPage();
-    await page.goto('/login');
-    await page.getByTestId('login-email').fill('dev@demo.local');
-    await page.getByTestId('login-password').fill(process.env.FLIGHTDECK_DEV_PASSWORD ?? 'e2e-demo-password');
-    await page.getByTestId('login-submit').click();
-    await expect(page).toHaveURL(/\/tasks$/);
+    const page = await signIn(browser, 'dev@demo.local', { width, height: 900 });
     const state = page.locator('#task-state [data-testid="state-badge"]');
     const noSideScroll = async () => expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
 
