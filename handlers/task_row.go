@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"flightdeck/views/components"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/task"
@@ -36,7 +37,7 @@ func taskRow(cat *pipeline.Catalog, t *task.Task, now time.Time) pages.TaskRow {
 		} else {
 			r.Running = !t.State.Terminal()
 		}
-		r.Duration = runTime(end.Sub(*t.StartedAt))
+		r.Duration = components.Duration(end.Sub(*t.StartedAt))
 	}
 	if t.Kind == task.KindAgent {
 		r.Target = excerpt(t.Prompt, 60)
@@ -85,18 +86,6 @@ func ago(d time.Duration) string {
 		return fmt.Sprintf("%d h ago", int(d.Hours()))
 	}
 	return fmt.Sprintf("%d d ago", int(d.Hours()/24))
-}
-
-// duration is a run time at a glance: 45s, 3m 05s, 2h 03m (app.js too).
-func runTime(d time.Duration) string {
-	s := max(0, int(d.Seconds()))
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%ds", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm %02ds", s/60, s%60)
-	}
-	return fmt.Sprintf("%dh %02dm", s/3600, s%3600/60)
 }
 
 // excerpt is the first line of s, cut to n characters.

@@ -29,7 +29,7 @@ func TestTaskRow(t *testing.T) {
 		require.Equal(t, "shop · staging", r.Target)
 		require.Equal(t, "app=shop, env=staging", r.TargetTitle)
 		require.Equal(t, "1.3", r.Version)
-		require.Equal(t, "1m 35s", r.Duration)
+		require.Equal(t, "1 m 35 s", r.Duration)
 		require.False(t, r.Running)
 		require.Equal(t, "3 h ago", r.Ago)
 	})
@@ -41,7 +41,7 @@ func TestTaskRow(t *testing.T) {
 			StartedAt: at(50 * time.Second)}, now)
 		require.Equal(t, "main", r.Target, "the default target, less the version param")
 		require.Equal(t, "v7", r.Version, "image_tag is the version by the rollback's rule")
-		require.Equal(t, "50s", r.Duration)
+		require.Equal(t, "50 s", r.Duration)
 		require.True(t, r.Running, "ticks in the browser")
 		require.Equal(t, "1 min ago", r.Ago)
 	})
@@ -57,9 +57,6 @@ func TestTaskRow(t *testing.T) {
 		require.Equal(t, "", r.Target)
 		require.Equal(t, "just now", r.Ago)
 	})
-
-	require.Equal(t, "2h 03m", runTime(2*time.Hour+3*time.Minute+59*time.Second))
-	require.Equal(t, "0s", runTime(-time.Second))
 }
 
 // A page of the list: the rows' targets, versions and times are read from

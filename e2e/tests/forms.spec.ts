@@ -58,4 +58,6 @@ test('the pipelines page says which steps wait for whom', async ({ browser }) =>
   await expect(ws).toContainText('lowercase letters, digits and dashes');
   await expect(dev.locator('#pipeline-approval-demo').getByTestId('approval-note')).toContainText('release waits for approver or admin every time');
   await expect(dev.locator('#pipeline-noop').getByTestId('pipeline-approvals')).toHaveText('No step waits for an approval.');
+  await dev.setViewportSize({ width: 1400, height: 1000 });
+  await dev.screenshot({ path: 'test-results/pipelines.png', fullPage: true });
 });

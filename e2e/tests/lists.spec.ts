@@ -22,6 +22,10 @@ test('the task list filters and follows state changes live', async ({ browser })
   await expect(admin).toHaveURL(/pipeline=approval-demo/);
   const row = admin.locator(`#task-row-${id}`);
   await expect(row).toHaveAttribute('data-state', 'awaiting_approval');
+  // Its run time ticks while it waits.
+  const clock = row.getByTestId('task-duration').locator('.clock');
+  const shown = await clock.textContent();
+  await expect(clock).not.toHaveText(shown!);
 
   // The requester cancels; the admin's list follows without a reload.
   await dev.getByTestId('cancel-open').click();
@@ -88,7 +92,7 @@ test('the task list tells deploys apart: target, version, duration, who, when, f
     await expect(row).toHaveAttribute('data-state', 'completed');
     await expect(row.getByTestId('task-target')).toHaveText(target);
     await expect(row.getByTestId('task-version')).toHaveText(version);
-    await expect(row.getByTestId('task-duration')).toHaveText(/^\d+s$/);
+    await expect(row.getByTestId('task-duration')).toHaveText(/^\d+(\.\d)? s$/);
     await expect(row.getByTestId('task-who')).toHaveText('dev@demo.local');
     await expect(row.getByTestId('task-when').locator('time')).toHaveAttribute('title', /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
     await expect(row.getByTestId('task-id')).toHaveText(id);

@@ -39,8 +39,8 @@ document.addEventListener("click", function (evt) {
   }
 });
 
-// Relative times ("5 min ago", exact on hover) and running tasks' run
-// times stay current; the words match handlers/task_row.go.
+// Relative times ("5 min ago", exact on hover) stay current; the words
+// match handlers/task_row.go. Running tasks' clocks tick with tick().
 function flightdeckAgo(ms) {
   var s = Math.floor(ms / 1000);
   if (s < 60) return "just now";
@@ -48,22 +48,11 @@ function flightdeckAgo(ms) {
   if (s < 86400) return Math.floor(s / 3600) + " h ago";
   return Math.floor(s / 86400) + " d ago";
 }
-function flightdeckRunTime(ms) {
-  var s = Math.max(0, Math.floor(ms / 1000));
-  var pad = function (n) { return (n < 10 ? "0" : "") + n; };
-  if (s < 60) return s + "s";
-  if (s < 3600) return Math.floor(s / 60) + "m " + pad(s % 60) + "s";
-  return Math.floor(s / 3600) + "h " + pad(Math.floor(s % 3600 / 60)) + "m";
-}
 setInterval(function () {
   var now = Date.now();
   document.querySelectorAll("time[data-ago]").forEach(function (el) {
     var at = Date.parse(el.getAttribute("datetime"));
     if (!isNaN(at)) el.textContent = flightdeckAgo(now - at);
-  });
-  document.querySelectorAll("[data-since]").forEach(function (el) {
-    var at = Date.parse(el.getAttribute("data-since"));
-    if (!isNaN(at)) el.textContent = flightdeckRunTime(now - at);
   });
 }, 1000);
 
