@@ -110,6 +110,25 @@ func TestAgentRollback(t *testing.T) {
 		require.Equal(t, h[4].ID, plan.RollbackTo, "the newest deploy of the previous version")
 	})
 
+	t.Run("TargetsEnvironmentAnswers", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, &setupOpts{pipelines: rollbackPipelines()})
+		h := b.history(t, "web-service",
+			map[string]any{"app": "shop", "version": "1.0.0", "env": "staging"},
+			map[string]any{"app": "shop", "version": "1.0.0", "env": "production"},
+			map[string]any{"app": "shop", "version": "1.1.0", "env": "staging"},
+			map[string]any{"app": "shop", "version": "1.1.0", "env": "staging"},
+		)
+		b.llm.Push(
+			llmtest.Reply{ToolCalls: []llmtest.Call{llmtest.ToolCall("c1", "rollback", map[string]any{"app": "shop", "env": "staging"})}},
+			llmtest.Reply{Content: "ok"},
+		)
+		tk := b.submit(t, "roll shop staging back")
+		_, plan := b.rollbackPlan(t, tk.ID)
+		require.Equal(t, rollbackPlan{Pipeline: "web-service", Params: map[string]any{"app": "shop", "version": "1.0.0", "env": "staging", "replicas": float64(1)},
+			RollbackFrom: "1.1.0", RollbackFromTask: h[3].ID, RollbackTo: h[0].ID}, plan)
+	})
+
 	t.Run("DeployStoredBeforeSecretsWereKeptApart", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, &setupOpts{pipelines: rollbackPipelines()})

@@ -132,7 +132,7 @@ func (b *testBundle) deploy(t *testing.T, pipelineName string, params map[string
 	if sec != nil {
 		secret, _ = json.Marshal(sec)
 	}
-	return b.insertDeploy(t, pipelineName, raw, secret)
+	return b.insertDeploy(t, pipelineName, raw, secret, p.TargetKey(params))
 }
 
 // legacyDeploy submits a deploy as stored before secret params were kept
@@ -140,13 +140,14 @@ func (b *testBundle) deploy(t *testing.T, pipelineName string, params map[string
 func (b *testBundle) legacyDeploy(t *testing.T, pipelineName string, params map[string]any) *task.Task {
 	t.Helper()
 	raw, _ := json.Marshal(params)
-	return b.insertDeploy(t, pipelineName, raw, nil)
+	return b.insertDeploy(t, pipelineName, raw, nil, "") // stored before deploys had target keys too
 }
 
-func (b *testBundle) insertDeploy(t *testing.T, pipelineName string, params, secret json.RawMessage) *task.Task {
+func (b *testBundle) insertDeploy(t *testing.T, pipelineName string, params, secret json.RawMessage, targetKey string) *task.Task {
 	t.Helper()
 	tk, _, err := b.st.TaskInsert(t.Context(), store.TaskInsertParams{TeamID: b.creator.Memberships[0].TeamID, CreatedByID: b.creator.ID,
-		Kind: task.KindDeploy, Pipeline: pipelineName, Params: params, SecretParams: secret, Priority: task.PriorityNormal, MaxAttempts: 5})
+		Kind: task.KindDeploy, Pipeline: pipelineName, Params: params, SecretParams: secret, Priority: task.PriorityNormal, MaxAttempts: 5,
+		TargetKey: targetKey})
 	require.NoError(t, err)
 	return tk
 }

@@ -123,10 +123,8 @@ func (t *rollbackTarget) String() string {
 // rollbackPages bounds the history walk (200 tasks a page).
 const rollbackPages = 10
 
-// prepareRollback finds the deploy to repeat: among the team's completed
-// deploys of the target's pipeline, newest first, the first that belongs
-// to the target is the current one; the first older one in another state
-// (another version) is what the rollback deploys again.
+// prepareRollback finds the target's current deploy and the one to repeat
+// (rollbackHistory) and plans the repeat for a person to confirm.
 func prepareRollback(ctx context.Context, e *Env, args map[string]any) (json.RawMessage, error) {
 	name, _ := args["pipeline"].(string)
 	given := map[string]any{}
@@ -193,48 +191,24 @@ func prepareRollback(ctx context.Context, e *Env, args map[string]any) (json.Raw
 		return nil, err
 	}
 
-	var current, previous *task.Task
-	var curParams, prevParams map[string]any
-	before := ""
-	for page := 0; page < rollbackPages && previous == nil; page++ {
-		tasks, next, err := e.Store.TaskList(ctx, store.TaskListParams{TeamIDs: e.teams(), Kind: "deploy", State: "completed",
-			Pipeline: p.Name, Before: before, Limit: 200})
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range tasks {
-			var params map[string]any
-			if json.Unmarshal(t.Params, &params) != nil || params == nil || !target.matches(params) {
-				continue
-			}
-			if current == nil {
-				current, curParams = t, params
-				continue
-			}
-			if target.state(params) != target.state(curParams) {
-				previous, prevParams = t, params
-				break
-			}
-		}
-		if next == "" {
-			break
-		}
-		before = next
-	}
-	switch {
-	case current == nil:
-		return nil, fmt.Errorf("no completed deploy of %s: nothing to roll back", target)
-	case previous == nil && target.ver != "":
-		return nil, fmt.Errorf("%s has only ever run %s %s: no previous version to roll back to",
-			target, target.ver, strings.Trim(canon(curParams[target.ver]), `"`))
-	case previous == nil:
-		return nil, fmt.Errorf("every completed deploy of %s used the same parameters: nothing to roll back to", target)
-	}
-	params, err := rollbackParams(p, previous.ID, prevParams)
+	current, curParams, previous, prevParams, err := rollbackHistory(ctx, e, target)
 	if err != nil {
 		return nil, err
 	}
-	plan := deployPlan{Pipeline: p.Name, Params: params, Priority: "high", RollbackFromTask: current.ID, RollbackTo: previous.ID}
+	switch {
+	case current == "":
+		return nil, fmt.Errorf("no completed deploy of %s: nothing to roll back", target)
+	case previous == "" && target.ver != "":
+		return nil, fmt.Errorf("%s has only ever run %s %s: no previous version to roll back to",
+			target, target.ver, strings.Trim(canon(curParams[target.ver]), `"`))
+	case previous == "":
+		return nil, fmt.Errorf("every completed deploy of %s used the same parameters: nothing to roll back to", target)
+	}
+	params, err := rollbackParams(p, previous, prevParams)
+	if err != nil {
+		return nil, err
+	}
+	plan := deployPlan{Pipeline: p.Name, Params: params, Priority: "high", RollbackFromTask: current, RollbackTo: previous}
 	if target.ver != "" {
 		plan.RollbackFrom = strings.Trim(canon(curParams[target.ver]), `"`)
 	}
@@ -332,4 +306,77 @@ func (e *Env) restoreSecrets(ctx context.Context, plan *deployPlan) error {
 		}
 	}
 	return nil
+}
+
+// rollbackHistory finds the target's current deploy and the one a rollback
+// repeats (ids and public params; "" when there is none). The target's
+// environment answers when the rollback names the pipeline's whole target
+// and the environment knows both: the rule the environments page rolls back
+// by (store.EnvironmentList: the last completed deploy, and the last one
+// before it whose params differ). Otherwise (a partial target of a pipeline
+// without a version parameter, history from before deploys stored their
+// target) the team's completed deploys are walked, newest first.
+func rollbackHistory(ctx context.Context, e *Env, t *rollbackTarget) (cur string, curParams map[string]any, prev string, prevParams map[string]any, err error) {
+	if cur, curParams, prev, prevParams, ok, err := fromEnvironment(ctx, e, t); err != nil || ok {
+		return cur, curParams, prev, prevParams, err
+	}
+	return walkHistory(ctx, e, t)
+}
+
+// fromEnvironment is the target's environment's answer; ok is false when
+// it has none for this target.
+func fromEnvironment(ctx context.Context, e *Env, t *rollbackTarget) (cur string, curParams map[string]any, prev string, prevParams map[string]any, ok bool, err error) {
+	for _, name := range t.p.TargetParams() {
+		if _, named := t.values[name]; !named {
+			return "", nil, "", nil, false, nil
+		}
+	}
+	key := t.p.TargetKey(t.values)
+	if key == "" {
+		return "", nil, "", nil, false, nil
+	}
+	envs, err := e.Store.EnvironmentList(ctx, store.EnvironmentListParams{TeamIDs: e.teams(), Pipeline: t.p.Name, TargetKey: key})
+	if err != nil || len(envs) != 1 || envs[0].Current == nil || envs[0].Previous == nil {
+		return "", nil, "", nil, false, err
+	}
+	env := envs[0]
+	if json.Unmarshal(env.Current.Params, &curParams) != nil || json.Unmarshal(env.Previous.Params, &prevParams) != nil ||
+		!t.matches(curParams) || !t.matches(prevParams) {
+		return "", nil, "", nil, false, nil
+	}
+	return env.Current.TaskID, curParams, env.Previous.TaskID, prevParams, true, nil
+}
+
+// walkHistory pages through the team's completed deploys of the target's
+// pipeline, newest first: the first that belongs to the target is the
+// current one; the first older one in another state (another version) is
+// what the rollback deploys again.
+func walkHistory(ctx context.Context, e *Env, target *rollbackTarget) (current string, curParams map[string]any, previous string, prevParams map[string]any, err error) {
+	before := ""
+	for page := 0; page < rollbackPages && previous == ""; page++ {
+		tasks, next, err := e.Store.TaskList(ctx, store.TaskListParams{TeamIDs: e.teams(), Kind: "deploy", State: "completed",
+			Pipeline: target.p.Name, Before: before, Limit: 200})
+		if err != nil {
+			return "", nil, "", nil, err
+		}
+		for _, t := range tasks {
+			var params map[string]any
+			if json.Unmarshal(t.Params, &params) != nil || params == nil || !target.matches(params) {
+				continue
+			}
+			if current == "" {
+				current, curParams = t.ID, params
+				continue
+			}
+			if target.state(params) != target.state(curParams) {
+				previous, prevParams = t.ID, params
+				break
+			}
+		}
+		if next == "" {
+			break
+		}
+		before = next
+	}
+	return current, curParams, previous, prevParams, nil
 }
