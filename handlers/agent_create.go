@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/task"
@@ -34,7 +35,8 @@ func (h *Handler) submitAgent(c echo.Context, prompt string) (*task.Task, error)
 		return nil, err
 	}
 	req := taskCreateRequest{Kind: string(task.KindAgent), Prompt: prompt}
-	p := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, MaxPending: h.cfg.MaxPending}
+	p := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, MaxPending: h.cfg.MaxPending,
+		Traceparent: tracing.Traceparent(c.Request().Context())}
 	if err := h.validateTaskCreate(c.Request().Context(), &req, team.Team, &p); err != nil {
 		return nil, err
 	}

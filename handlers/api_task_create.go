@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
@@ -52,7 +53,7 @@ func (h *Handler) apiTaskCreate(c echo.Context) error {
 	}
 	p := store.TaskInsertParams{
 		TeamID: team.TeamID, CreatedByID: u.ID, IdempotencyKey: key, RequestHash: canonicalHash(body),
-		MaxPending: h.cfg.MaxPending,
+		MaxPending: h.cfg.MaxPending, Traceparent: tracing.Traceparent(c.Request().Context()),
 	}
 	if err := h.validateTaskCreate(c.Request().Context(), &req, team.Team, &p); err != nil {
 		return err

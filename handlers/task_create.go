@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/saga"
@@ -82,7 +83,8 @@ func (h *Handler) taskCreate(c echo.Context) error {
 	if err != nil {
 		return rerender(http.StatusUnprocessableEntity, err.Error())
 	}
-	in := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, Priority: prio, MaxAttempts: 5, MaxPending: h.cfg.MaxPending}
+	in := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, Priority: prio, MaxAttempts: 5, MaxPending: h.cfg.MaxPending,
+		Traceparent: tracing.Traceparent(c.Request().Context())}
 	if err := saga.NewDeploy(&in, p, validated, team.Team); err != nil {
 		return rerender(http.StatusUnprocessableEntity, err.Error())
 	}

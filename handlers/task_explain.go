@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/internal/auth"
+	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/workflow/task"
 )
@@ -79,7 +80,7 @@ func (h *Handler) explainFailure(c echo.Context, id string) (*task.Task, error) 
 		prompt = prompt[:maxPromptBytes-100] + "\n[excerpt cut]"
 	}
 	req := taskCreateRequest{Kind: string(task.KindAgent), Prompt: prompt}
-	p := store.TaskInsertParams{TeamID: t.TeamID, CreatedByID: u.ID, MaxPending: h.cfg.MaxPending}
+	p := store.TaskInsertParams{TeamID: t.TeamID, CreatedByID: u.ID, MaxPending: h.cfg.MaxPending, Traceparent: tracing.Traceparent(ctx)}
 	if err := h.validateTaskCreate(ctx, &req, t.Team, &p); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"flightdeck/internal/auth"
+	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/saga"
@@ -37,6 +38,7 @@ func (h *Handler) rerun(ctx context.Context, u *auth.User, id, idemKey string) (
 	p := store.TaskInsertParams{
 		TeamID: src.TeamID, CreatedByID: u.ID, Kind: src.Kind, Priority: src.Priority, MaxAttempts: src.MaxAttempts,
 		IdempotencyKey: idemKey, RequestHash: hash[:], MaxPending: h.cfg.MaxPending, RerunOf: src.ID,
+		Traceparent: tracing.Traceparent(ctx),
 	}
 	if src.DeadlineAt != nil {
 		p.DeadlineSeconds = max(1, int(src.DeadlineAt.Sub(src.CreatedAt)/time.Second))

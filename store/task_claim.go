@@ -15,6 +15,9 @@ import (
 type Claimed struct {
 	Task  *task.Task
 	Steps []StepRow
+	// Traceparent is the submit's W3C trace context ("" for none): the
+	// run's span links to it (contract §8).
+	Traceparent string
 }
 
 // TaskClaim leases up to limit claimable tasks to owner in one statement,
@@ -92,7 +95,8 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			(SELECT json_agg(json_build_object('idx', s.idx, 'name', s.name, 'state', s.state, 'attempt', s.attempt,
 				'idempotency_key', s.idempotency_key, 'output', s.output, 'error', s.error, 'started_at', s.started_at,
 				'finished_at', s.finished_at, 'compensation_attempt', s.compensation_attempt) ORDER BY s.idx)
-			FROM task_steps s WHERE s.task_id = t.id)
+			FROM task_steps s WHERE s.task_id = t.id),
+			COALESCE(t.traceparent, '')
 		FROM claimed t -- team names and emails come from s.names
 		ORDER BY t.priority, t.created_at, t.id`, owner, limit, lease.Seconds())
 	if err != nil {
@@ -102,11 +106,12 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 	var out []Claimed
 	for rows.Next() {
 		var steps []byte
-		t, err := scanTaskWith(rows, func(t *task.Task) []any { return []any{&t.LeaseToken, &steps} })
+		var tp string
+		t, err := scanTaskWith(rows, func(t *task.Task) []any { return []any{&t.LeaseToken, &steps, &tp} })
 		if err != nil {
 			return nil, fmt.Errorf("error claiming tasks: %w", err)
 		}
-		c := Claimed{Task: t}
+		c := Claimed{Task: t, Traceparent: tp}
 		if len(steps) > 0 {
 			if err := json.Unmarshal(steps, &c.Steps); err != nil {
 				return nil, fmt.Errorf("error reading the steps of claimed task %s: %w", t.ID, err)

@@ -52,6 +52,9 @@ type TaskInsertParams struct {
 	TargetKey string
 	// RerunOf is the task a re-run repeats ("" for none).
 	RerunOf string
+	// Traceparent is the submitting request's W3C trace context ("" for
+	// none), which the task's runs link to (contract §8).
+	Traceparent string
 }
 
 // TaskInsert accepts a task: the row and its first event are committed in
@@ -165,10 +168,11 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 				SELECT 1 FROM tasks WHERE team_id = $1 AND state = 'pending' LIMIT $13) x) < $13 AS ok
 		), ins AS (
 			INSERT INTO tasks (id, team_id, created_by, kind, pipeline, params, prompt, priority, max_attempts,
-				deadline_at, idempotency_key, request_hash, webhook, secret_params, concurrency_key, target_key, rerun_of,
+				deadline_at, idempotency_key, request_hash, webhook, secret_params, concurrency_key, target_key, rerun_of, traceparent,
 				state, finished_at, error, last_seq)
 			SELECT COALESCE(NULLIF($17::text, '')::uuid, flightdeck_uuid_v7()), $1, $2, $3, $4, $5, $6, $7, $8,
 				CASE WHEN $9 > 0 THEN now() + make_interval(secs => $9) END, NULLIF($10, ''), $11, $12, $14, NULLIF($15, ''), NULLIF($21, ''), NULLIF($22, '')::uuid,
+				NULLIF($23, ''),
 				CASE WHEN h.task_id IS NULL THEN 'pending' ELSE 'cancelled' END,
 				CASE WHEN h.task_id IS NOT NULL THEN now() END,
 				'cancelled at once: task ' || h.task_id || ' holds concurrency key ' || $15 || ' (policy cancel_newest)',
@@ -195,7 +199,7 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 		SELECT (SELECT id FROM ins), (SELECT id FROM existing), (SELECT request_hash FROM existing), (SELECT ok FROM room)`,
 		p.TeamID, p.CreatedByID, string(p.Kind), p.Pipeline, []byte(params), p.Prompt, int16(p.Priority), maxAttempts,
 		p.DeadlineSeconds, p.IdempotencyKey, p.RequestHash, nullJSON(p.Webhook), p.MaxPending, secretJSON(p.SecretParams),
-		p.ConcurrencyKey, p.ConcurrencyPolicy, p.ID, st.idx, st.names, st.keys, p.TargetKey, p.RerunOf).Scan(&inserted, &existing, &res.existingHash, &res.room)
+		p.ConcurrencyKey, p.ConcurrencyPolicy, p.ID, st.idx, st.names, st.keys, p.TargetKey, p.RerunOf, p.Traceparent).Scan(&inserted, &existing, &res.existingHash, &res.room)
 	if err != nil {
 		return res, interpretError(err)
 	}

@@ -187,6 +187,9 @@ type WebhookDeliveryClaimed struct {
 	Body                                   []byte
 	Secret                                 string // signing secret (whsec_… or the task's own)
 	Attempt                                int    // 1 for the first attempt
+	// Traceparent is the task's submit trace context ("" for none): the
+	// delivery's span links to it.
+	Traceparent string
 }
 
 // WebhookDeliveryClaim claims up to limit due deliveries. The claim is one
@@ -207,7 +210,8 @@ func (s *Store) WebhookDeliveryClaim(ctx context.Context, limit int, lease time.
 		RETURNING d.id, COALESCE(d.webhook_id::text, ''), d.task_id::text, d.url, d.claim_token::text, d.body, d.attempts,
 			COALESCE(CASE WHEN d.webhook_id IS NULL
 				THEN (SELECT t.webhook->>'secret' FROM tasks t WHERE t.id = d.task_id)
-				ELSE (SELECT w.secret FROM webhooks w WHERE w.id = d.webhook_id) END, '')`,
+				ELSE (SELECT w.secret FROM webhooks w WHERE w.id = d.webhook_id) END, ''),
+			COALESCE((SELECT t.traceparent FROM tasks t WHERE t.id = d.task_id), '')`,
 		limit, lease.Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("error claiming webhook deliveries: %w", interpretError(err))
@@ -216,7 +220,7 @@ func (s *Store) WebhookDeliveryClaim(ctx context.Context, limit int, lease time.
 	var out []WebhookDeliveryClaimed
 	for rows.Next() {
 		var d WebhookDeliveryClaimed
-		if err := rows.Scan(&d.ID, &d.WebhookID, &d.TaskID, &d.URL, &d.ClaimToken, &d.Body, &d.Attempt, &d.Secret); err != nil {
+		if err := rows.Scan(&d.ID, &d.WebhookID, &d.TaskID, &d.URL, &d.ClaimToken, &d.Body, &d.Attempt, &d.Secret, &d.Traceparent); err != nil {
 			return nil, interpretError(err)
 		}
 		out = append(out, d)

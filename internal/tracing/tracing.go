@@ -105,13 +105,19 @@ func Setup(ctx context.Context, getenv func(string) string) (shutdown func(conte
 func Use(tp trace.TracerProvider) {
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(w3c)
+	t := tp.Tracer(scope)
+	cached.Store(&t)
 	on.Store(true)
 }
 
 // Enabled reports whether spans are being made.
 func Enabled() bool { return on.Load() }
 
-func tracer() trace.Tracer { return otel.Tracer(scope) }
+// cached is flightdeck's tracer from the installed provider: looking it up
+// by name at every span would take the provider's lock each time.
+var cached atomic.Pointer[trace.Tracer]
+
+func tracer() trace.Tracer { return *cached.Load() }
 
 // StartServer starts the span of an HTTP request, a child of the caller's
 // traceparent when it sent one. route is the matched route pattern (never
@@ -149,29 +155,46 @@ func StartRun(ctx context.Context, taskID, kind, pipeline, traceparent string, a
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(attribute.String("flightdeck.task.id", taskID), attribute.String("flightdeck.task.kind", kind),
 			attribute.String("flightdeck.task.pipeline", pipeline), attribute.Int("flightdeck.task.attempt", attempt))}
+	opts = linkSubmit(opts, traceparent)
+	return tracer().Start(ctx, "task.run "+kind, opts...)
+}
+
+// linkSubmit adds a link to the submit's span (traceparent, as stored
+// with the task) when there is one.
+func linkSubmit(opts []trace.SpanStartOption, traceparent string) []trace.SpanStartOption {
 	if sc := Parse(traceparent); sc.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc,
 			Attributes: []attribute.KeyValue{attribute.String("flightdeck.link", "submit")}}))
 	}
-	return tracer().Start(ctx, "task.run "+kind, opts...)
+	return opts
 }
 
-// EndRun ends a run's span with how the run left its task.
+// EndRun ends a run's span with the state its outcome wrote: "" when
+// none was (a lost lease, a write that failed), which is an error like a
+// failed task or one that needs attention; errMsg is the task's error.
 func EndRun(span trace.Span, state, errMsg string) {
 	if !span.IsRecording() {
 		span.End()
 		return
 	}
+	if state == "" {
+		state = "not_written"
+		errMsg = "the run's outcome was not written (lease lost or the write failed)"
+	}
 	span.SetAttributes(attribute.String("flightdeck.task.state", state))
 	if errMsg != "" {
+		span.SetAttributes(attribute.String("flightdeck.task.error", errMsg))
+	}
+	switch state {
+	case "failed", "needs_attention", "not_written":
 		span.SetStatus(codes.Error, errMsg)
 	}
 	span.End()
 }
 
 // StartStep starts the span of one attempt of a step's action, or of its
-// compensation.
-func StartStep(ctx context.Context, taskID, step, action string, index, attempt int, compensating bool) (context.Context, trace.Span) {
+// compensation (End it with the action's error).
+func StartStep(ctx context.Context, taskID, pipeline, step, action string, index, attempt int, compensating bool) (context.Context, trace.Span) {
 	if !on.Load() {
 		return ctx, noop
 	}
@@ -180,7 +203,7 @@ func StartStep(ctx context.Context, taskID, step, action string, index, attempt 
 		name = "compensate " + step
 	}
 	return tracer().Start(ctx, name, trace.WithAttributes(attribute.String("flightdeck.task.id", taskID),
-		attribute.String("flightdeck.step.name", step), attribute.String("flightdeck.step.action", action),
+		attribute.String("flightdeck.task.pipeline", pipeline), attribute.String("flightdeck.step.name", step), attribute.String("flightdeck.step.action", action),
 		attribute.Int("flightdeck.step.index", index), attribute.Int("flightdeck.step.attempt", attempt),
 		attribute.Bool("flightdeck.step.compensating", compensating)))
 }
@@ -204,21 +227,49 @@ func StartTool(ctx context.Context, taskID, tool, callID string) (context.Contex
 		attribute.String("flightdeck.agent.tool", tool), attribute.String("flightdeck.agent.call_id", callID)))
 }
 
-// StartWebhook starts the span of one webhook delivery attempt.
-func StartWebhook(ctx context.Context, deliveryID, taskID string, attempt int) (context.Context, trace.Span) {
+// StartWebhook starts the span of one webhook delivery attempt: a trace
+// of its own (deliveries leave from the outbox, not from a run), linked to
+// the task's submit (traceparent, "" for none).
+func StartWebhook(ctx context.Context, deliveryID, taskID, traceparent string, attempt int) (context.Context, trace.Span) {
 	if !on.Load() {
 		return ctx, noop
 	}
-	return tracer().Start(ctx, "webhook.deliver", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer),
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.String("flightdeck.webhook.delivery_id", deliveryID),
-			attribute.String("flightdeck.task.id", taskID), attribute.Int("flightdeck.webhook.attempt", attempt)))
+			attribute.String("flightdeck.task.id", taskID), attribute.Int("flightdeck.webhook.attempt", attempt))}
+	opts = linkSubmit(opts, traceparent)
+	return tracer().Start(ctx, "webhook.deliver", opts...)
 }
 
-// End ends a span, marking it failed when err is not nil.
+// EndDelivery ends a webhook delivery's span with the receiver's answer:
+// no answer (err) or anything but a 2xx is an error.
+func EndDelivery(span trace.Span, status int, err error) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	if status != 0 {
+		span.SetAttributes(attribute.Int("http.response.status_code", status))
+	}
+	if err == nil && (status < 200 || status >= 300) {
+		err = fmt.Errorf("answered %d", status)
+	}
+	End(span, err)
+}
+
+// End ends a span with its outcome: ok, or error with err recorded and the
+// span's status set.
 func End(span trace.Span, err error) {
-	if err != nil && span.IsRecording() {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(attribute.String("flightdeck.outcome", "error"))
+	} else {
+		span.SetAttributes(attribute.String("flightdeck.outcome", "ok"))
 	}
 	span.End()
 }

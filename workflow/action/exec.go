@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"flightdeck/internal/tracing"
 )
 
 // Exec runs a command: argv only, never through a shell, in its own process
@@ -89,6 +91,9 @@ func (e Exec) Run(ctx context.Context, in Input) (json.RawMessage, error) {
 	}
 	if in.Compensating {
 		env = append(env, "FLIGHTDECK_COMPENSATING=1")
+	}
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		env = append(env, "TRACEPARENT="+tp) // the step span's (contract §8)
 	}
 
 	cmd := exec.Command(prog, argv[1:]...)

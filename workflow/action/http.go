@@ -15,6 +15,7 @@ import (
 
 	"flightdeck/internal/backoff"
 	"flightdeck/internal/breaker"
+	"flightdeck/internal/tracing"
 )
 
 // HTTP sends a request with the step's idempotency key, retrying 5xx, 429
@@ -123,6 +124,7 @@ func (h HTTP) once(ctx context.Context, c *http.Client, method, target string, h
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Idempotency-Key", in.IdempotencyKey)
+	tracing.Inject(ctx, req.Header) // the step span's traceparent (contract §8)
 	res, err := c.Do(req)
 	if err != nil {
 		return 0, true, fmt.Errorf("http: %w", err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
@@ -47,11 +48,19 @@ func (rn *run) runPending(pc pendingCall) (*queue.Outcome, error) {
 		return rn.mutating(tool, pc, args)
 	}
 	start := time.Now()
-	out, err := tool.Run(rn.ctx, rn.envFor(pc), args)
+	out, err := rn.runTool(rn.ctx, tool, pc, args)
 	if rn.ctx.Err() != nil {
 		return nil, errInterrupted // not a result: the call runs again on resume
 	}
 	return nil, rn.finishCall(pc, out, err, time.Since(start))
+}
+
+// runTool runs a tool call in a span of its own (contract §8).
+func (rn *run) runTool(ctx context.Context, tool *Tool, pc pendingCall, args map[string]any) (string, error) {
+	ctx, span := tracing.StartTool(ctx, rn.j.Task.ID, pc.Name, pc.ID)
+	out, err := tool.Run(ctx, rn.envFor(pc), args)
+	tracing.End(span, rn.traceErr(err))
+	return out, err
 }
 
 func redactAll(rn *run, l []string) []string {
@@ -142,7 +151,7 @@ func (rn *run) mutating(tool *Tool, pc pendingCall, args map[string]any) (*queue
 			}
 			args["plan"] = plan // exactly what the person confirmed
 			start := time.Now()
-			out, err := tool.Run(context.WithoutCancel(rn.ctx), rn.envFor(pc), args)
+			out, err := rn.runTool(context.WithoutCancel(rn.ctx), tool, pc, args)
 			return nil, rn.finishCall(pc, out, err, time.Since(start))
 		case "rejected":
 			msg := fmt.Sprintf("A person (%s) rejected this call; it was not run. Do not repeat it unchanged.", derefOr(a.DecidedBy, "someone"))

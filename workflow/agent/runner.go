@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/workflow/artifact"
 	"flightdeck/workflow/pipeline"
@@ -196,6 +197,15 @@ func (rn *run) redact(s string) string {
 	return artifact.Redact(s, rn.secrets)
 }
 
+// traceErr is err as a span shows it: redacted, since spans leave the
+// server.
+func (rn *run) traceErr(err error) error {
+	if err == nil || !tracing.Enabled() {
+		return err
+	}
+	return errors.New(rn.redact(err.Error()))
+}
+
 // interrupted maps an error that stopped the loop to how the task is left.
 func (rn *run) interrupted(err error) queue.Outcome {
 	cause := context.Cause(rn.ctx)
@@ -289,10 +299,13 @@ func deref(o *queue.Outcome) queue.Outcome {
 	return *o
 }
 
-// ask calls the model with the system prompt, the history and the tools.
-func (rn *run) ask() (ChatReply, error) {
+// ask calls the model with the system prompt, the history and the tools,
+// in a span (contract §8) that covers its retries.
+func (rn *run) ask() (reply ChatReply, err error) {
+	ctx, span := tracing.StartModelCall(rn.ctx, rn.j.Task.ID, rn.st.Iteration)
+	defer func() { tracing.End(span, rn.traceErr(err)) }()
 	msgs := append([]Message{{Role: "system", Content: systemPrompt}}, rn.st.Messages...)
-	return rn.r.client.Chat(rn.ctx, ChatRequest{Messages: msgs, Tools: rn.r.defs}, func(attempt int, err error, wait time.Duration) {
+	return rn.r.client.Chat(ctx, ChatRequest{Messages: msgs, Tools: rn.r.defs}, func(attempt int, err error, wait time.Duration) {
 		rn.st.Spend.LLMRetries++
 		rn.j.Emit(rn.event(task.EventAgentError, task.StatusError, "",
 			fmt.Sprintf("LLM call failed (%v); retrying in %s", err, wait.Round(time.Millisecond)),

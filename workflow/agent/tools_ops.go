@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/saga"
@@ -407,7 +408,8 @@ func runDeploy(ctx context.Context, e *Env, args map[string]any) (string, error)
 	// Stored as any submit stores a deploy: the secret params apart, so
 	// they reach only its worker.
 	in := store.TaskInsertParams{TeamID: e.Task.TeamID, CreatedByID: e.Task.CreatedByID, Priority: prio, MaxAttempts: 5,
-		IdempotencyKey: e.CallKey, RequestHash: sum[:], MaxPending: e.MaxPending}
+		IdempotencyKey: e.CallKey, RequestHash: sum[:], MaxPending: e.MaxPending,
+		Traceparent: tracing.Traceparent(ctx)} // the agent's tool span: its run links to the agent's
 	if err := saga.NewDeploy(&in, p, plan.Params, e.Task.Team); err != nil {
 		return "", err
 	}

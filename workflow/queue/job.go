@@ -9,6 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/workflow/task"
 )
@@ -69,6 +72,7 @@ type Job struct {
 	pool   *Pool
 	ctx    context.Context // cancelled with the causes above
 	cancel context.CancelCauseFunc
+	span   trace.Span // the run's, claim to outcome (a no-op without tracing)
 
 	mu     sync.Mutex
 	events []task.Event
@@ -87,8 +91,9 @@ type Job struct {
 }
 
 func (p *Pool) newJob(bg context.Context, c store.Claimed) *Job {
+	bg, span := tracing.StartRun(bg, c.Task.ID, string(c.Task.Kind), c.Task.Pipeline, c.Traceparent, c.Task.Attempt)
 	ctx, cancel := context.WithCancelCause(bg)
-	j := &Job{Task: c.Task, Steps: c.Steps, pool: p, ctx: ctx, cancel: cancel,
+	j := &Job{Task: c.Task, Steps: c.Steps, pool: p, ctx: ctx, cancel: cancel, span: span,
 		stop: make(chan struct{}), draining: make(chan struct{})}
 	if c.Task.CancelRequested && c.Task.State == task.StateRunning {
 		cancel(ErrCancelRequested)
@@ -101,7 +106,8 @@ func (p *Pool) newJob(bg context.Context, c store.Claimed) *Job {
 func (p *Pool) runJob(j *Job) {
 	out, panicked := p.runHandler(j.ctx, j)
 	p.jobEvents <- jobEvent{j: j, kind: handlerReturned}
-	p.complete(j, out, panicked)
+	wrote := p.complete(j, out, panicked)
+	tracing.EndRun(j.span, string(wrote), out.Error)
 	j.cancel(nil)
 	p.jobEvents <- jobEvent{j: j, kind: jobReleased}
 }
@@ -125,7 +131,8 @@ func (p *Pool) runHandler(ctx context.Context, j *Job) (out Outcome, panicked bo
 
 // complete writes a handler's outcome with whatever it left buffered, and
 // releases the lease: the task ends, parks, or goes back to the queue.
-func (p *Pool) complete(j *Job, out Outcome, panicked bool) {
+// It returns the state it wrote ("" for none).
+func (p *Pool) complete(j *Job, out Outcome, panicked bool) (wrote task.State) {
 	t := j.Task
 	cause := context.Cause(j.ctx)
 	if stop := j.StopCause(); stop != nil {
@@ -137,7 +144,7 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) {
 	}
 	if out.Written {
 		p.published(t, "")
-		return
+		return out.State
 	}
 	state := out.State
 	if panicked {
@@ -182,7 +189,9 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) {
 		p.taskLogger(t).Warn("Lease lost before the outcome was written; another worker owns the task")
 	default:
 		p.published(t, state)
+		wrote = state
 	}
+	return wrote
 }
 
 // published tells local subscribers and the benchmark that t changed.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"flightdeck/internal/backoff"
+	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
 	"flightdeck/workflow/pipeline"
@@ -112,9 +113,12 @@ func (r *Runner) retryWait(n int, err error) time.Duration {
 
 // execute runs one attempt of an action (forward or compensation): renders
 // its inputs, streams its output to step.log events and an artifact, and
-// records tool.executed.
+// records tool.executed. The attempt is a span (contract §8) whose context
+// the action gets, so its traceparent goes out with it.
 func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string, with map[string]any, timeout time.Duration,
-	compensating bool, attempt int, row store.StepRow) (json.RawMessage, error) {
+	compensating bool, attempt int, row store.StepRow) (_ json.RawMessage, err error) {
+	ctx, span := tracing.StartStep(ctx, rn.j.Task.ID, rn.p.Name, ps.Name, name, ps.Index, attempt, compensating)
+	defer func() { tracing.End(span, rn.traceErr(err)) }()
 	act, ok := rn.r.cfg.Actions[name]
 	if !ok {
 		return nil, &action.Permanent{Err: fmt.Errorf("action %s is not available on this server", name)}
@@ -186,6 +190,15 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 		res = json.RawMessage(`{}`)
 	}
 	return res, nil
+}
+
+// traceErr is err as a span shows it: redacted, since spans leave the
+// server.
+func (rn *run) traceErr(err error) error {
+	if err == nil || !tracing.Enabled() {
+		return err
+	}
+	return errors.New(redact(err.Error(), rn.secrets))
 }
 
 // toolData is the data of a tool.executed event, one per step attempt.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"flightdeck/internal/tracing"
 	"flightdeck/store"
 )
 
@@ -110,7 +111,9 @@ func (s *Sender) Run(ctx context.Context) error {
 
 // attempt makes one attempt and records its outcome.
 func (s *Sender) attempt(ctx context.Context, d store.WebhookDeliveryClaimed) {
-	status, err := s.post(ctx, d)
+	sctx, span := tracing.StartWebhook(ctx, d.ID, d.TaskID, d.Traceparent, d.Attempt)
+	status, err := s.post(sctx, d)
+	tracing.EndDelivery(span, status, err)
 	if ctx.Err() != nil {
 		return // shutting down: the lease brings the delivery back
 	}
@@ -156,6 +159,7 @@ func (s *Sender) post(ctx context.Context, d store.WebhookDeliveryClaimed) (int,
 	req.Header.Set("webhook-id", d.ID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("webhook-signature", Sign(SigningKey(d.Secret), d.ID, ts, d.Body))
+	tracing.Inject(ctx, req.Header) // the delivery span's traceparent (contract §8)
 	res, err := s.client.Do(req)
 	if err != nil {
 		return 0, cleanError(err)
