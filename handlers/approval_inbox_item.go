@@ -62,8 +62,7 @@ func (h *Handler) inboxItem(ctx context.Context, it store.InboxItem) (pages.Inbo
 		return v, nil
 	}
 	// From: the target's current version, by the rule the run page uses.
-	target, _ := json.Marshal(p.TargetOf(values))
-	prev, err := h.store.TaskPreviousDeploy(ctx, it.TeamID, p.Name, target, it.TaskID, time.Now())
+	prev, err := h.store.TaskPreviousDeploy(ctx, it.TeamID, p.Name, p.TargetKey(values), it.TaskID, time.Now())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		v.FromNote = "first deploy of this target"

@@ -257,10 +257,8 @@ func undoLane(t *task.Task, rows []store.StepRow, plan map[int]pipeline.PlannedS
 // same pipeline and target that completed before this one started).
 func (h *Handler) deployView(ctx context.Context, t *task.Task, pl *pipeline.Pipeline, params map[string]any) (*pages.DeployView, error) {
 	d := &pages.DeployView{VersionName: pl.VersionParam()}
-	target := map[string]any{}
 	for _, name := range pl.TargetParams() {
 		if v, ok := params[name]; ok {
-			target[name] = v
 			d.Target = append(d.Target, pages.Param{Name: name, Value: fmt.Sprint(v)})
 		}
 	}
@@ -272,12 +270,11 @@ func (h *Handler) deployView(ctx context.Context, t *task.Task, pl *pipeline.Pip
 		return d, nil
 	}
 	d.Version = fmt.Sprint(v)
-	raw, _ := json.Marshal(target)
 	before := time.Now()
 	if t.StartedAt != nil {
 		before = *t.StartedAt
 	}
-	prev, err := h.store.TaskPreviousDeploy(ctx, t.TeamID, t.Pipeline, raw, t.ID, before)
+	prev, err := h.store.TaskPreviousDeploy(ctx, t.TeamID, t.Pipeline, pl.TargetKey(params), t.ID, before)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return d, nil

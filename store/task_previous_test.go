@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -23,9 +24,13 @@ func TestTaskPreviousDeploy(t *testing.T) {
 	st := dbtest.Store(t)
 	u := testfactory.User(t, st, "prev@acme.test", "acme", auth.RoleDeployer)
 	other := testfactory.User(t, st, "prev@beta.test", "beta", auth.RoleDeployer)
+	// the target is app and env, its key their JSON as pipeline.TargetKey makes it
 	deploy := func(u *auth.User, pipeline, params string, end task.State) *task.Task {
+		var p struct{ App, Env string }
+		require.NoError(t, json.Unmarshal([]byte(params), &p))
+		key := fmt.Sprintf(`{"app":%q,"env":%q}`, p.App, p.Env)
 		tk, _, err := st.TaskInsert(ctx, store.TaskInsertParams{TeamID: u.Memberships[0].TeamID, CreatedByID: u.ID, Kind: task.KindDeploy,
-			Pipeline: pipeline, Params: json.RawMessage(params), Priority: task.PriorityNormal})
+			Pipeline: pipeline, Params: json.RawMessage(params), Priority: task.PriorityNormal, TargetKey: key})
 		require.NoError(t, err)
 		if end == "" {
 			return tk
@@ -45,7 +50,7 @@ func TestTaskPreviousDeploy(t *testing.T) {
 	deploy(u, "web", `{"app":"shop","env":"staging","version":"3"}`, task.StateFailed)
 	deploy(other, "web", `{"app":"shop","env":"staging","version":"7"}`, task.StateCompleted)
 	v4 := deploy(u, "web", `{"app":"shop","env":"staging","version":"4"}`, "")
-	target := json.RawMessage(`{"app":"shop","env":"staging"}`)
+	target := `{"app":"shop","env":"staging"}`
 	team := u.Memberships[0].TeamID
 
 	prev, err := st.TaskPreviousDeploy(ctx, team, "web", target, v4.ID, time.Now().Add(time.Minute))
@@ -63,6 +68,6 @@ func TestTaskPreviousDeploy(t *testing.T) {
 
 	_, err = st.TaskPreviousDeploy(ctx, team, "web", target, v1.ID, *v1.FinishedAt)
 	require.ErrorIs(t, err, store.ErrNotFound, "the first deploy replaces nothing")
-	_, err = st.TaskPreviousDeploy(ctx, team, "web", json.RawMessage(`{"app":"cart","env":"staging"}`), v4.ID, time.Now())
+	_, err = st.TaskPreviousDeploy(ctx, team, "web", `{"app":"cart","env":"staging"}`, v4.ID, time.Now())
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
