@@ -23,6 +23,9 @@ func (h *Handler) apiTaskList(c echo.Context) error {
 	if p.Kind != "" && p.Kind != string(task.KindDeploy) && p.Kind != string(task.KindAgent) {
 		return errInvalid("kind", "kind must be deploy or agent")
 	}
+	if err := taskFilterExtras(q, &p); err != nil {
+		return err
+	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 200 {

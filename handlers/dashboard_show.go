@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/task"
 )
@@ -79,47 +80,59 @@ func (h *Handler) loadDashboard(ctx context.Context, teamIDs []string) (pages.Da
 	return p, nil
 }
 
-// Windows of the dashboard's history.
+// Windows of the dashboard's history: the last hour minute by minute,
+// and whole UTC days (today included) for the daily chart, run times and
+// DORA figures.
 const (
 	throughputWindow = time.Hour
-	durationWindow   = 7 * 24 * time.Hour
-	healthWindow     = 30 * 24 * time.Hour
+	dailyDays        = 30
+	runTimeDays      = 7
+	healthDays       = 30
 )
 
-// loadDashboardHistory fills the charts and tables of finished work: the
-// last hour minute by minute (every minute has its bar, empty or not),
-// run times per pipeline, and change-failure rate and time to restore.
+// loadDashboardHistory fills the charts and tables of finished work. The
+// last hour reads its tasks; everything longer reads the rollups that the
+// writes ending tasks keep, so the page costs the same at a million tasks.
 func (h *Handler) loadDashboardHistory(ctx context.Context, teams []string, now time.Time, p *pages.DashboardProps) error {
-	first := now.UTC().Truncate(time.Minute).Add(-throughputWindow + time.Minute)
-	minutes, err := h.store.TaskThroughput(ctx, teams, first)
+	p.HourStart = now.UTC().Truncate(time.Minute).Add(-throughputWindow + time.Minute)
+	minutes, err := h.store.TaskThroughput(ctx, teams, p.HourStart)
 	if err != nil {
 		return err
 	}
 	p.Throughput = make([]pages.MinuteBar, throughputWindow/time.Minute)
 	for i := range p.Throughput {
-		p.Throughput[i].Minute = first.Add(time.Duration(i) * time.Minute)
+		p.Throughput[i].Minute = p.HourStart.Add(time.Duration(i) * time.Minute)
 	}
 	for _, m := range minutes {
-		if i := int(m.Minute.Sub(first) / time.Minute); i >= 0 && i < len(p.Throughput) {
-			p.Throughput[i].Completed, p.Throughput[i].Failed = m.Completed, m.Failed
+		if i := int(m.Minute.Sub(p.HourStart) / time.Minute); i >= 0 && i < len(p.Throughput) {
+			p.Throughput[i].Completed, p.Throughput[i].Failed, p.Throughput[i].Cancelled = m.Completed, m.Failed, m.Cancelled
 			p.CompletedHour += m.Completed
-			p.FinishedHour += m.Completed + m.Failed
+			p.FailedHour += m.Failed
+			p.CancelledHour += m.Cancelled
 		}
 	}
-	durations, err := h.store.PipelineDurations(ctx, teams, now.Add(-durationWindow))
+	today := now.UTC().Truncate(24 * time.Hour)
+	p.DayStart = today.AddDate(0, 0, -(max(dailyDays, healthDays) - 1))
+	p.RunTimeSince = today.AddDate(0, 0, -(runTimeDays - 1))
+	rollups, err := h.store.TaskRollupList(ctx, teams, p.DayStart, p.RunTimeSince)
 	if err != nil {
 		return err
 	}
-	for _, d := range durations {
-		p.Durations = append(p.Durations, pages.DurationRow{Pipeline: d.Pipeline, Count: d.Count, P50: d.P50, P95: d.P95})
+	for _, d := range store.DailyOf(rollups, today.AddDate(0, 0, -(dailyDays-1)), dailyDays) {
+		p.Daily = append(p.Daily, pages.DayBar{Day: d.Day, Completed: d.Completed, Failed: d.Failed, Cancelled: d.Cancelled})
 	}
-	health, err := h.store.DeployHealthList(ctx, teams, now.Add(-healthWindow))
-	if err != nil {
-		return err
+	for _, d := range store.RunTimesOf(rollups, p.RunTimeSince) {
+		p.Durations = append(p.Durations, pages.DurationRow{Pipeline: d.Pipeline, Runs: d.Runs, P50: d.P50, P95: d.P95,
+			Mean: d.Mean, MeanWaited: d.MeanWaited})
 	}
-	for _, d := range health {
-		p.Health = append(p.Health, pages.HealthRow{Pipeline: d.Pipeline, Env: d.Env, Deploys: d.Deploys, Failures: d.Failures,
-			FailureRate: d.ChangeFailureRate(), Restores: d.Restores, MeanTimeToRestore: d.MeanTimeToRestore})
+	p.HealthSince, p.HealthDays = today.AddDate(0, 0, -(healthDays-1)), healthDays
+	deploys := func(name string) bool {
+		pl, ok := h.pipelines.Get(name)
+		return ok && pl.Deploys()
+	}
+	for _, d := range store.DeployHealthOf(rollups, p.HealthSince, deploys) {
+		p.Health = append(p.Health, pages.HealthRow{Pipeline: d.Pipeline, Deploys: d.Deploys, Failures: d.Failures,
+			Cancelled: d.Cancelled, FailureRate: d.ChangeFailureRate(), Restores: d.Restores, MeanTimeToRestore: d.MeanTimeToRestore})
 	}
 	return nil
 }

@@ -13,13 +13,12 @@ import (
 
 func (h *Handler) taskList(c echo.Context) error {
 	u := userOf(c)
-	p, err := h.taskListFilters(c)
+	p, f, err := h.taskListFilters(c)
 	if err != nil {
 		return err
 	}
-	tasks, next, err := h.store.TaskList(c.Request().Context(), store.TaskListParams{
-		TeamIDs: u.TeamIDs(), State: p.State, Pipeline: p.Pipeline, CreatedBy: p.CreatedBy, Before: c.QueryParam("before"),
-	})
+	f.TeamIDs, f.Before = u.TeamIDs(), c.QueryParam("before")
+	tasks, next, err := h.store.TaskList(c.Request().Context(), f)
 	if errors.Is(err, store.ErrBadCursor) {
 		return errBadRequest("invalid page cursor")
 	}
@@ -31,11 +30,20 @@ func (h *Handler) taskList(c echo.Context) error {
 }
 
 // taskListFilters reads the list's filters (shared by the page and its
-// socket) with the choices of the filter form.
-func (h *Handler) taskListFilters(c echo.Context) (pages.TaskListProps, error) {
-	p := pages.TaskListProps{State: c.QueryParam("state"), Pipeline: c.QueryParam("pipeline"), CreatedBy: c.QueryParam("created_by")}
+// socket) with the choices of the filter form, and as the store takes them.
+func (h *Handler) taskListFilters(c echo.Context) (pages.TaskListProps, store.TaskListParams, error) {
+	q := c.QueryParams()
+	p := pages.TaskListProps{State: q.Get("state"), Pipeline: q.Get("pipeline"), CreatedBy: q.Get("created_by"),
+		Kind: q.Get("kind"), Priority: q.Get("priority"), FinishedAfter: q.Get("finished_after"), FinishedBefore: q.Get("finished_before")}
+	f := store.TaskListParams{State: p.State, Pipeline: p.Pipeline, CreatedBy: p.CreatedBy, Kind: p.Kind}
 	if p.State != "" && !task.State(p.State).Valid() {
-		return p, errInvalid("state", "unknown state %q", p.State)
+		return p, f, errInvalid("state", "unknown state %q", p.State)
+	}
+	if p.Kind != "" && p.Kind != string(task.KindDeploy) && p.Kind != string(task.KindAgent) {
+		return p, f, errInvalid("kind", "kind must be deploy or agent")
+	}
+	if err := taskFilterExtras(q, &f); err != nil {
+		return p, f, err
 	}
 	for _, s := range task.States {
 		p.States = append(p.States, string(s))
@@ -43,11 +51,11 @@ func (h *Handler) taskListFilters(c echo.Context) (pages.TaskListProps, error) {
 	for _, pl := range h.pipelines.All() {
 		p.Pipelines = append(p.Pipelines, pl.Name)
 	}
-	return p, nil
+	return p, f, nil
 }
 
 // matches reports whether a task passes the list's filters.
-func matches(p pages.TaskListProps, t *task.Task) bool {
-	return (p.State == "" || p.State == string(t.State)) && (p.Pipeline == "" || p.Pipeline == t.Pipeline) &&
-		(p.CreatedBy == "" || p.CreatedBy == t.CreatedBy)
+func matches(f store.TaskListParams, t *task.Task) bool {
+	return (f.State == "" || f.State == string(t.State)) && (f.Pipeline == "" || f.Pipeline == t.Pipeline) &&
+		(f.CreatedBy == "" || f.CreatedBy == t.CreatedBy) && (f.Kind == "" || f.Kind == string(t.Kind)) && matchesExtras(f, t)
 }

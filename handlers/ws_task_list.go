@@ -16,7 +16,7 @@ import (
 // ignored by the browser), and a task submitted since the page loaded that
 // passes the filters shows a notice instead of reshuffling the page.
 func (h *Handler) wsTaskList(c echo.Context) error {
-	p, err := h.taskListFilters(c)
+	p, f, err := h.taskListFilters(c)
 	if err != nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func (h *Handler) wsTaskList(c echo.Context) error {
 	// noticed needs no lock.
 	stop := h.teamFeed.subscribe(userOf(c).TeamIDs(), func(ch *taskChange) bool {
 		t := ch.task
-		if !t.CreatedAt.After(since) || !matches(p, t) {
+		if !t.CreatedAt.After(since) || !matches(f, t) {
 			return conn.send(ch.rowHTML())
 		}
 		if noticed {

@@ -36,6 +36,8 @@ func interpretError(err error) error {
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
 		case "57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004":
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		case "57014": // query_canceled: cut off by a web request's statement_timeout
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return err
 	}

@@ -6,6 +6,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,25 +19,48 @@ import (
 type Store struct {
 	pool  *pgxpool.Pool
 	wake  *wake.Bus
-	names names
+	names *names
 }
 
 // New wraps a pool.
 func New(pool *pgxpool.Pool) *Store {
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, names: &names{}}
 	s.wake = wake.NewBus(s.sendNotifications)
 	return s
+}
+
+// WithPool is a Store over pool that shares s's wake-ups (a pool woken in
+// this process still is) and caches: the web requests' store, whose pool
+// bounds every statement (OpenRequests), beside the workers' own.
+func (s *Store) WithPool(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, wake: s.wake, names: s.names}
 }
 
 // Open connects a pool to url. The connect timeout keeps requests answering
 // 503 quickly while the database is down instead of hanging.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	return open(ctx, url, maxConns, 0)
+}
+
+// OpenRequests connects a pool for web requests: the server cancels any
+// of its statements that runs longer than statementTimeout (its
+// statement_timeout), so a slow query stops in the database too, not
+// only in the request that gave up on it. Workers and migrations use
+// Open's pool, whose statements are never cut off.
+func OpenRequests(ctx context.Context, url string, maxConns int32, statementTimeout time.Duration) (*pgxpool.Pool, error) {
+	return open(ctx, url, maxConns, statementTimeout)
+}
+
+func open(ctx context.Context, url string, maxConns int32, statementTimeout time.Duration) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("error parsing database URL: %w", err)
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
+	}
+	if statementTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(max(1, statementTimeout.Milliseconds()), 10)
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
 		cfg.ConnConfig.ConnectTimeout = 3 * time.Second

@@ -132,9 +132,13 @@ type TaskListParams struct {
 	State     string
 	Kind      string
 	Pipeline  string
-	CreatedBy string // email
-	Before    string // cursor from a previous page
-	Limit     int    // default 50, at most 200
+	CreatedBy string        // email
+	Priority  task.Priority // 0: any
+	// FinishedAfter and FinishedBefore bound finished_at (zero: unbounded;
+	// after is inclusive, before exclusive).
+	FinishedAfter, FinishedBefore time.Time
+	Before                        string // cursor from a previous page
+	Limit                         int    // default 50, at most 200
 }
 
 // TaskList returns tasks newest first, and the cursor of the next page (""
@@ -175,6 +179,23 @@ func (s *Store) TaskList(ctx context.Context, p TaskListParams) ([]*task.Task, s
 	}
 	if p.CreatedBy != "" {
 		add("t.created_by IN (SELECT id FROM users WHERE email = $%d)", p.CreatedBy)
+	}
+	if p.Priority != 0 {
+		add("t.priority = $%d", int16(p.Priority))
+	}
+	if !p.FinishedAfter.IsZero() {
+		add("t.finished_at >= $%d", p.FinishedAfter)
+		// Tasks that ended since then were created since the earliest
+		// creation the rollups of those days record: the scan ends there
+		// instead of at the start of the history when few tasks match.
+		add(`t.created_at >= (SELECT coalesce(min(r.created_min), 'infinity') FROM task_rollups r
+			WHERE r.team_id = team.id AND r.day >= ($%d::timestamptz AT TIME ZONE 'UTC')::date)`, p.FinishedAfter)
+	}
+	if !p.FinishedBefore.IsZero() {
+		add("t.finished_at < $%d", p.FinishedBefore)
+		// A task is created before it finishes: the scan starts there
+		// rather than at the newest task.
+		add("t.created_at < $%d", p.FinishedBefore)
 	}
 	if p.Before != "" {
 		at, id, err := decodeCursor(p.Before)

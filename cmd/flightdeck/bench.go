@@ -66,8 +66,12 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) > 0 && args[0] == "sockets" {
 		return runBenchSockets(ctx, env, args[1:])
 	}
+	if len(args) > 0 && args[0] == "pages" {
+		return runBenchPages(ctx, env, args[1:])
+	}
 	if len(args) == 0 || args[0] != "queue" {
 		return fmt.Errorf("%w: usage: flightdeck bench queue [--tasks N] [--workers W] [--steps K] [--rate R] [--database-url U]\n"+
+			"       flightdeck bench pages [--tasks N] [--repeats R] [--database-url U]\n"+
 			"       flightdeck bench sockets [--sockets N] [--tasks T] [--rate R] [--metrics-url U]  (FLIGHTDECK_URL, FLIGHTDECK_TOKEN)", errUsage)
 	}
 	cfg, err := config.Load(env.getenv)

@@ -37,6 +37,22 @@ func openStore(ctx context.Context, env *cliEnv, cfg config.Config, maxConns int
 	return store.New(pool), nil
 }
 
+// requestStore is the web requests' store: its own pool, whose every
+// statement the database cuts off after cfg.StatementTimeout, sharing st's
+// wake-ups. Workers, migrations and background loops keep st's pool, with
+// no such bound. Handlers' background loops (the live dashboard's renders)
+// are bounded alike.
+func requestStore(ctx context.Context, cfg config.Config, st *store.Store) (*store.Store, error) {
+	pool, err := store.OpenRequests(ctx, cfg.DatabaseURL, requestConns, cfg.StatementTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return st.WithPool(pool), nil
+}
+
+// requestConns is the size of the web requests' pool.
+const requestConns = 16
+
 // newFlagSet returns a flag set that reports errors as usage errors.
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)

@@ -131,7 +131,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		go webhook.New(st, hub, webhookConfig(cfg, guard, env)).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 	}
 
-	e := handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: env.logger, Registry: reg, Pipelines: catalog, Hub: hub, WebhookGuard: guard, SSO: ssoClient})
+	web, err := requestStore(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
+	defer web.Close()
+	e := handlers.New(handlers.Deps{Config: cfg, Store: web, Logger: env.logger, Registry: reg, Pipelines: catalog, Hub: hub, WebhookGuard: guard, SSO: ssoClient})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -35,6 +35,7 @@ const (
 // sockets look their credentials up again, and the failed-login throttle.
 const (
 	RequestTimeoutDefault        = 1500 * time.Millisecond
+	StatementTimeoutDefault      = time.Second
 	ReadTimeoutDefault           = 30 * time.Second
 	WSAuthCheckDefault           = 2 * time.Second
 	LoginAccountFailuresDefault  = 5
@@ -79,6 +80,12 @@ type Config struct {
 	// Streams (SSE, sockets, artifact downloads) are bounded only until
 	// their first byte.
 	RequestTimeout time.Duration
+	// StatementTimeout is the database's own bound (statement_timeout) on
+	// every statement a web request runs, so a slow query is cancelled in
+	// the database, not only abandoned by the request
+	// (FLIGHTDECK_STATEMENT_TIMEOUT, default 1s, and never more than
+	// RequestTimeout). Workers and migrations use a pool without it.
+	StatementTimeout time.Duration
 	// ReadTimeout bounds how long a client may take to send a whole request,
 	// body included (FLIGHTDECK_READ_TIMEOUT, default 30s); a slow-body
 	// client is cut off instead of holding a connection.
@@ -223,6 +230,10 @@ func Load(getenv func(string) string) (Config, error) {
 		SecretEnv:      splitList(getenv("FLIGHTDECK_SECRET_ENV")),
 	}
 	c.RequestTimeout = dur("FLIGHTDECK_REQUEST_TIMEOUT", RequestTimeoutDefault)
+	c.StatementTimeout = dur("FLIGHTDECK_STATEMENT_TIMEOUT", min(StatementTimeoutDefault, c.RequestTimeout))
+	if c.StatementTimeout > c.RequestTimeout {
+		errs = append(errs, fmt.Sprintf("FLIGHTDECK_STATEMENT_TIMEOUT: %s is longer than FLIGHTDECK_REQUEST_TIMEOUT (%s)", c.StatementTimeout, c.RequestTimeout))
+	}
 	c.ReadTimeout = dur("FLIGHTDECK_READ_TIMEOUT", ReadTimeoutDefault)
 	c.WSAuthCheck = dur("FLIGHTDECK_WS_AUTH_CHECK", WSAuthCheckDefault)
 	c.LoginAccountFailures = num("FLIGHTDECK_LOGIN_ACCOUNT_FAILURES", LoginAccountFailuresDefault)

@@ -41,17 +41,27 @@ type TaskListProps struct {
 	Next  string // cursor of the next page; "" when none
 	// Filters, as given; "" does not filter.
 	State, Pipeline, CreatedBy string
-	States, Pipelines          []string // the choices of the filter form
+	// Filters the dashboard links with (no form field: shown as a note).
+	Kind, Priority, FinishedAfter, FinishedBefore string
+	States, Pipelines                             []string // the choices of the filter form
 }
 
 // Filtered reports whether any filter is set.
-func (p TaskListProps) Filtered() bool { return p.State != "" || p.Pipeline != "" || p.CreatedBy != "" }
+func (p TaskListProps) Filtered() bool {
+	return p.State != "" || p.Pipeline != "" || p.CreatedBy != "" || p.Linked()
+}
+
+// Linked reports whether a filter without a form field is set.
+func (p TaskListProps) Linked() bool {
+	return p.Kind != "" || p.Priority != "" || p.FinishedAfter != "" || p.FinishedBefore != ""
+}
 
 // Query is the list's query string with its filters and, when before is
 // set, the page cursor.
 func (p TaskListProps) Query(before string) string {
 	v := url.Values{}
-	for k, x := range map[string]string{"state": p.State, "pipeline": p.Pipeline, "created_by": p.CreatedBy, "before": before} {
+	for k, x := range map[string]string{"state": p.State, "pipeline": p.Pipeline, "created_by": p.CreatedBy, "before": before,
+		"kind": p.Kind, "priority": p.Priority, "finished_after": p.FinishedAfter, "finished_before": p.FinishedBefore} {
 		if x != "" {
 			v.Set(k, x)
 		}
@@ -102,34 +112,51 @@ type DashboardProps struct {
 	PendingByPriority                         map[string]int
 	OldestPending                             time.Duration
 	Workers                                   []WorkerRow
-	// The last hour, one bar a minute, oldest first.
-	Throughput                  []MinuteBar
-	FinishedHour, CompletedHour int
-	Durations                   []DurationRow // per pipeline, completed tasks of the last 7 days
-	Health                      []HealthRow   // per pipeline and env, deploys of the last 30 days
+	// The last hour from HourStart, one bar a minute, oldest first.
+	HourStart  time.Time
+	Throughput []MinuteBar
+	// Tasks that ended in the last hour, by outcome.
+	CompletedHour, FailedHour, CancelledHour int
+	// The last days from DayStart (UTC midnight), one bar a day.
+	DayStart time.Time
+	Daily    []DayBar
+	// Run times of completed tasks since RunTimeSince, per pipeline.
+	RunTimeSince time.Time
+	Durations    []DurationRow
+	// DORA figures of deploy pipelines since HealthSince.
+	HealthSince time.Time
+	HealthDays  int
+	Health      []HealthRow
 }
 
 // MinuteBar is one minute of the throughput chart.
 type MinuteBar struct {
-	Minute            time.Time
-	Completed, Failed int
+	Minute                       time.Time
+	Completed, Failed, Cancelled int
 }
 
-// DurationRow is the run time of one pipeline's completed tasks.
+// DayBar is one UTC day of the daily chart.
+type DayBar struct {
+	Day                          time.Time
+	Completed, Failed, Cancelled int
+}
+
+// DurationRow is the run time of one pipeline's completed tasks (agent
+// tasks: Pipeline ""), time waiting for people left out.
 type DurationRow struct {
-	Pipeline string
-	Count    int
-	P50, P95 time.Duration
+	Pipeline       string
+	Runs           int
+	P50, P95, Mean time.Duration
+	MeanWaited     time.Duration
 }
 
-// HealthRow is the change-failure rate and time to restore of one pipeline
-// in one environment.
+// HealthRow is the DORA view of one deploy pipeline.
 type HealthRow struct {
-	Pipeline, Env     string
-	Deploys, Failures int
-	FailureRate       float64 // 0..1
-	Restores          int
-	MeanTimeToRestore time.Duration
+	Pipeline                     string
+	Deploys, Failures, Cancelled int
+	FailureRate                  float64 // 0..1
+	Restores                     int
+	MeanTimeToRestore            time.Duration
 }
 
 // FormField is one generated input of the submit form. Its constraint

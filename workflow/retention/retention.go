@@ -1,6 +1,7 @@
 // Package retention deletes what flightdeck keeps only for a while: webhook
-// deliveries that ended (the delivery log) and the local provider's effect
-// records once the task they belong to can no longer run. Every serve
+// deliveries that ended (the delivery log), the local provider's effect
+// records once the task they belong to can no longer run, and the
+// dashboard's per-minute counts older than a day. Every serve
 // process runs one Cleaner. Each pass deletes in small batches (one short
 // statement each, SKIP LOCKED), so it never holds many locks
 // for long, and several processes pruning at once split the rows between
@@ -83,6 +84,7 @@ func (c *Cleaner) Run(ctx context.Context) error {
 type Result struct {
 	WebhookDeliveries int
 	LocalEffects      int
+	TaskMinutes       int
 }
 
 // RunOnce makes one pass over every table.
@@ -101,8 +103,15 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	if r.WebhookDeliveries > 0 || r.LocalEffects > 0 {
-		c.cfg.Logger.Info("Deleted expired records", "webhook_deliveries", r.WebhookDeliveries, "local_effects", r.LocalEffects)
+	r.TaskMinutes, err = c.prune(ctx, func(ctx context.Context) (int, error) {
+		return c.store.TaskMinutePrune(ctx, c.cfg.Batch)
+	})
+	if err != nil {
+		return r, err
+	}
+	if r.WebhookDeliveries > 0 || r.LocalEffects > 0 || r.TaskMinutes > 0 {
+		c.cfg.Logger.Info("Deleted expired records", "webhook_deliveries", r.WebhookDeliveries, "local_effects", r.LocalEffects,
+			"task_minutes", r.TaskMinutes)
 	}
 	return r, nil
 }

@@ -175,3 +175,14 @@ func TestRunPrunesAtStartAndStopsWithItsContext(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+func TestTaskMinutesOlderThanADay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(t, `INSERT INTO task_minutes (team_id, minute, outcome, tasks)
+		SELECT id, date_trunc('minute', now() - make_interval(hours => h)), 'completed', 1 FROM teams, unnest(ARRAY[1, 23, 25, 48]) AS h`)
+	r, err := retention.New(b.st, retention.Config{}).RunOnce(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 2, r.TaskMinutes)
+	require.Len(t, b.left(t, `SELECT minute::text FROM task_minutes`), 2, "the last day's minutes stay")
+}
