@@ -9,6 +9,9 @@ import (
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// slowSockets counts sockets closed because their client stopped
+	// reading (1008): a sign of clients or a network that cannot keep up.
+	slowSockets prometheus.Counter
 }
 
 func newHTTPMetrics(reg *prometheus.Registry) *httpMetrics {
@@ -21,7 +24,15 @@ func newHTTPMetrics(reg *prometheus.Registry) *httpMetrics {
 			Buckets: prometheus.DefBuckets,
 		}, []string{"method", "route"}),
 	}
+	m.slowSockets = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "flightdeck_websocket_slow_closed_total", Help: "WebSockets closed because the client stopped reading.",
+	})
 	// A registry shared by two servers (tests) already has them: reuse.
+	if err := reg.Register(m.slowSockets); err != nil {
+		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
+			m.slowSockets = are.ExistingCollector.(prometheus.Counter)
+		}
+	}
 	if err := reg.Register(m.requests); err != nil {
 		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
 			m.requests = are.ExistingCollector.(*prometheus.CounterVec)

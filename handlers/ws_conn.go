@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Socket limits. A client that cannot take wsSendBuffer messages, or one
@@ -33,6 +34,7 @@ type wsConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	once   sync.Once
+	slow   prometheus.Counter // counts closes for a client that stopped reading
 }
 
 // originAllowed: browsers always send Origin on a WebSocket upgrade; it must
@@ -72,7 +74,8 @@ func (h *Handler) acceptWS(c echo.Context) (*wsConn, error) {
 	// extension) reconnect after 1012, to another process behind the proxy,
 	// but never after 1000.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(c.Request().Context()))
-	conn := &wsConn{c: ws, out: make(chan []byte, wsSendBuffer), paced: make(chan []byte), ctx: ctx, cancel: cancel}
+	conn := &wsConn{c: ws, out: make(chan []byte, wsSendBuffer), paced: make(chan []byte), ctx: ctx, cancel: cancel,
+		slow: h.metrics.slowSockets}
 	context.AfterFunc(c.Request().Context(), func() { conn.close(websocket.StatusServiceRestart, "server restarting") })
 	go conn.writer()
 	if cr, ok := credentialOf(c); ok {
@@ -116,6 +119,9 @@ func (w *wsConn) write(msg []byte) bool {
 	err := w.c.Write(ctx, websocket.MessageText, msg)
 	cancel()
 	if err != nil {
+		if w.ctx.Err() == nil {
+			w.slow.Inc()
+		}
 		w.close(websocket.StatusPolicyViolation, "write timeout: client too slow")
 		return false
 	}
@@ -148,6 +154,7 @@ func (w *wsConn) send(msg []byte) bool {
 	case w.out <- msg:
 		return true
 	default:
+		w.slow.Inc()
 		w.close(websocket.StatusPolicyViolation, "client too slow: send buffer full")
 		return false
 	}
