@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -91,13 +90,15 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 		SELECT t.id, t.team_id, '', t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority,
 			t.state, t.attempt, t.max_attempts, t.created_by, '', t.created_at, t.started_at, t.finished_at, t.deadline_at,
 			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, NULL, t.rerun_of,
-			t.lease_token,
-			(SELECT json_agg(json_build_object('idx', s.idx, 'name', s.name, 'state', s.state, 'attempt', s.attempt,
-				'idempotency_key', s.idempotency_key, 'output', s.output, 'error', s.error, 'started_at', s.started_at,
-				'finished_at', s.finished_at, 'compensation_attempt', s.compensation_attempt) ORDER BY s.idx)
-			FROM task_steps s WHERE s.task_id = t.id),
-			COALESCE(t.traceparent, '')
+			t.lease_token, COALESCE(t.traceparent, ''),
+			st.idx, st.name, st.state, st.attempt, st.key, st.output, st.error, st.started_at, st.finished_at, st.comp_attempt
 		FROM claimed t -- team names and emails come from s.names
+		-- the step rows as parallel arrays, in step order (the primary key's)
+		LEFT JOIN LATERAL (SELECT array_agg(s.idx) AS idx, array_agg(s.name) AS name, array_agg(s.state) AS state,
+				array_agg(s.attempt) AS attempt, array_agg(s.idempotency_key) AS key, array_agg(s.output) AS output,
+				array_agg(s.error) AS error, array_agg(s.started_at) AS started_at, array_agg(s.finished_at) AS finished_at,
+				array_agg(s.compensation_attempt) AS comp_attempt
+			FROM (SELECT * FROM task_steps s WHERE s.task_id = t.id ORDER BY s.idx) s) st ON true
 		ORDER BY t.priority, t.created_at, t.id`, owner, limit, lease.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("error claiming tasks: %w", interpretError(err))
@@ -105,19 +106,15 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 	defer rows.Close()
 	var out []Claimed
 	for rows.Next() {
-		var steps []byte
 		var tp string
-		t, err := scanTaskWith(rows, func(t *task.Task) []any { return []any{&t.LeaseToken, &steps, &tp} })
+		var sa stepColumnsArrays
+		t, err := scanTaskWith(rows, func(t *task.Task) []any {
+			return append([]any{&t.LeaseToken, &tp}, sa.dest()...)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("error claiming tasks: %w", err)
 		}
-		c := Claimed{Task: t, Traceparent: tp}
-		if len(steps) > 0 {
-			if err := json.Unmarshal(steps, &c.Steps); err != nil {
-				return nil, fmt.Errorf("error reading the steps of claimed task %s: %w", t.ID, err)
-			}
-		}
-		out = append(out, c)
+		out = append(out, Claimed{Task: t, Traceparent: tp, Steps: sa.rows()})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("error claiming tasks: %w", interpretError(err))
@@ -136,4 +133,40 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 		return nil, fmt.Errorf("error claiming tasks: %w", err)
 	}
 	return out, nil
+}
+
+// stepColumnsArrays receives step rows as one array per column (a claim's
+// lateral array_agg): cheaper to build and read than a JSON object per row.
+type stepColumnsArrays struct {
+	idx, attempt, compAttempt []int32
+	name, state, key          []string
+	output                    [][]byte
+	errs                      []*string
+	started, finished         []*time.Time
+}
+
+func (a *stepColumnsArrays) dest() []any {
+	return []any{&a.idx, &a.name, &a.state, &a.attempt, &a.key, &a.output, &a.errs, &a.started, &a.finished, &a.compAttempt}
+}
+
+// rows zips the arrays back into rows (nil for a task without any).
+func (a *stepColumnsArrays) rows() []StepRow {
+	if len(a.idx) == 0 {
+		return nil
+	}
+	out := make([]StepRow, len(a.idx))
+	for i := range out {
+		out[i] = StepRow{Idx: int(a.idx[i]), Name: a.name[i], State: a.state[i], Attempt: int(a.attempt[i]),
+			IdempotencyKey: a.key[i], Error: a.errs[i], StartedAt: a.started[i], FinishedAt: a.finished[i],
+			CompensationAttempt: int(a.compAttempt[i])}
+		if len(a.output[i]) > 0 {
+			out[i].Output = a.output[i]
+		}
+		for _, p := range []*time.Time{out[i].StartedAt, out[i].FinishedAt} {
+			if p != nil {
+				utc(p)
+			}
+		}
+	}
+	return out
 }
