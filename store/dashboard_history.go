@@ -45,8 +45,8 @@ func (s *Store) TaskThroughput(ctx context.Context, teamIDs []string, since time
 // day (the dashboard shows an hour of them), for the retention pass.
 func (s *Store) TaskMinutePrune(ctx context.Context, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM task_minutes WHERE (team_id, minute, outcome) IN (
-			SELECT team_id, minute, outcome FROM task_minutes WHERE minute < now() - interval '1 day'
+		DELETE FROM task_minutes WHERE (team_id, minute, outcome, shard) IN (
+			SELECT team_id, minute, outcome, shard FROM task_minutes WHERE minute < now() - interval '1 day'
 			LIMIT $1 FOR UPDATE SKIP LOCKED)`, limit)
 	if err != nil {
 		return 0, fmt.Errorf("error pruning task minutes: %w", interpretError(err))
