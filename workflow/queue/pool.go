@@ -58,6 +58,7 @@ type Pool struct {
 	wake       chan struct{}     // a reason to claim now
 	interrupts chan interruptReq // cancels from other processes
 	jobEvents  chan jobEvent     // jobs report to the producer
+	jobs       chan *Job         // claimed jobs for the runners
 	writes     chan writeReq     // the writers' queue
 	stopped    chan struct{}     // closed when the producer returned
 	busy       busyCount
@@ -85,6 +86,7 @@ func New(st *store.Store, handlers map[task.Kind]Handler, hub *event.Hub, cfg Co
 		wake:       make(chan struct{}, 1),
 		interrupts: make(chan interruptReq),
 		jobEvents:  make(chan jobEvent, 2*cfg.Workers),
+		jobs:       make(chan *Job, 2*cfg.Workers),
 		writes:     make(chan writeReq, 2*cfg.Workers),
 		stopped:    make(chan struct{}),
 	}
@@ -152,9 +154,21 @@ func (p *Pool) Run(ctx context.Context) error {
 
 	// Tasks made claimable by this process wake the producer at once,
 	// without the NOTIFY's round trip (Attach skips those NOTIFYs).
+	// Runners are started once, as many as tasks may be held: a job's
+	// goroutine and its grown stack serve task after task, not one each.
+	var runners sync.WaitGroup
+	for range 2 * p.cfg.Workers {
+		runners.Go(func() {
+			for j := range p.jobs {
+				p.runJob(j)
+			}
+		})
+	}
 	stopReady := p.store.Wakeups().OnReady(p.Wake)
 	p.produce(ctx, bg)
 	stopReady()
+	close(p.jobs)
+	runners.Wait()
 	close(p.writes)
 	writers.Wait()
 	stopMaint()

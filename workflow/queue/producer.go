@@ -109,7 +109,7 @@ func (p *Pool) produce(ctx, bg context.Context) {
 					j.drain()
 					j.interrupt(ErrShutdown)
 				}
-				go p.runJob(j)
+				p.jobs <- j // never waits: held jobs are at most 2*Workers
 			}
 			p.busy.set(active)
 			want = len(res.claimed) == res.limit // more may be waiting

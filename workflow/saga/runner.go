@@ -258,26 +258,42 @@ func (rn *run) data(ps pipeline.PlannedStep) map[string]any {
 
 // startFlusher writes what is buffered every FlushInterval from the first
 // action on, so live viewers see progress (logs, a step's end, a retry's
-// wait) while the task's next write is still to come.
+// wait) while the task's next write is still to come. A timer, not a
+// goroutine: most runs end before it first fires.
 func (rn *run) startFlusher() {
 	rn.flushOnce.Do(func() {
-		done := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			tick := time.NewTicker(rn.r.cfg.FlushInterval)
-			defer tick.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-rn.j.Stopping():
-					return
-				case <-tick.C:
-					_ = rn.j.Flush(context.WithoutCancel(rn.ctx))
-				}
+		var mu sync.Mutex
+		var flushing sync.WaitGroup
+		stopped := false
+		var tick *time.Timer
+		tick = time.AfterFunc(rn.r.cfg.FlushInterval, func() {
+			mu.Lock()
+			if stopped {
+				mu.Unlock()
+				return
 			}
+			flushing.Add(1)
+			mu.Unlock()
+			defer flushing.Done()
+			select {
+			case <-rn.j.Stopping():
+				return
+			default:
+			}
+			_ = rn.j.Flush(context.WithoutCancel(rn.ctx))
+			mu.Lock()
+			if !stopped {
+				tick.Reset(rn.r.cfg.FlushInterval)
+			}
+			mu.Unlock()
 		})
-		rn.stopFlusher = func() { close(done); wg.Wait() }
+		rn.stopFlusher = func() {
+			mu.Lock()
+			stopped = true
+			tick.Stop()
+			mu.Unlock()
+			flushing.Wait() // a flush under way ends before the run writes on
+		}
 	})
 }
 
