@@ -80,13 +80,6 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 				last_seq = t.last_seq + 1
 			FROM picked WHERE t.id = picked.id
 			RETURNING t.*
-		), async AS (
-			-- this statement's commit does not wait for the disk: a claim
-			-- lost to a database crash leaves its tasks pending, and its
-			-- worker's first write finds the lease gone, as if that worker
-			-- had died (another resumes with the same keys, invariant 4);
-			-- any later durable commit flushes it anyway
-			SELECT set_config('synchronous_commit', 'off', true)
 		), claim_events AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
 			SELECT id, last_seq, last_seq, jsonb_build_array(jsonb_build_object(
@@ -99,7 +92,7 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, NULL, t.rerun_of,
 			t.lease_token, COALESCE(t.traceparent, ''),
 			st.idx, st.name, st.state, st.attempt, st.key, st.output, st.error, st.started_at, st.finished_at, st.comp_attempt
-		FROM claimed t CROSS JOIN async -- team names and emails come from s.names
+		FROM claimed t -- team names and emails come from s.names
 		-- the step rows as parallel arrays, in step order (the primary key's)
 		LEFT JOIN LATERAL (SELECT array_agg(s.idx) AS idx, array_agg(s.name) AS name, array_agg(s.state) AS state,
 				array_agg(s.attempt) AS attempt, array_agg(s.idempotency_key) AS key, array_agg(s.output) AS output,
