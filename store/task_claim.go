@@ -47,11 +47,11 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			-- of the candidates that share a key, the first in claim order,
 			-- and only if no earlier task of its key could be claimed: one
 			-- locked by a racing claim is skipped above, and must not be
-			-- overtaken
+			-- overtaken (only keyed candidates are sorted for this)
 			SELECT id, team_id, concurrency_key FROM (
 				SELECT c.*, row_number() OVER (PARTITION BY team_id, concurrency_key ORDER BY priority, created_at, id) AS n
-				FROM candidates c) x
-			WHERE concurrency_key IS NULL OR n = 1 AND NOT EXISTS (
+				FROM candidates c WHERE concurrency_key IS NOT NULL) x
+			WHERE n = 1 AND NOT EXISTS (
 				SELECT 1 FROM tasks e
 				WHERE e.team_id = x.team_id AND e.concurrency_key = x.concurrency_key
 					AND e.state IN ('pending', 'compensating') AND e.lease_owner IS NULL
@@ -63,11 +63,11 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			-- one key, the second finds it taken (and waits for the first
 			-- to commit to see it); a task that already holds its key keeps it
 			INSERT INTO concurrency_holds AS h (team_id, key, task_id)
-			SELECT team_id, concurrency_key, id FROM firsts WHERE concurrency_key IS NOT NULL
+			SELECT team_id, concurrency_key, id FROM firsts
 			ON CONFLICT (team_id, key) DO UPDATE SET task_id = excluded.task_id WHERE h.task_id = excluded.task_id
 			RETURNING task_id
 		), picked AS (
-			SELECT id FROM firsts WHERE concurrency_key IS NULL
+			SELECT id FROM candidates WHERE concurrency_key IS NULL
 			UNION ALL SELECT task_id FROM holds
 		), claimed AS (
 			UPDATE tasks t SET
