@@ -32,7 +32,9 @@ func (h *Handler) apiApprovalDecide(c echo.Context, approve bool) error {
 	return c.JSON(http.StatusOK, a)
 }
 
-// decideApproval is shared by the API, the WebSocket and the page.
+// decideApproval is shared by the API, the WebSocket and the page. An
+// unknown task is 404; an approval the task does not have is, like a decided
+// or expired one, not pending: 409 (contract §3).
 func (h *Handler) decideApproval(c echo.Context, taskID, approvalID string, approve bool, comment string) (*store.Approval, error) {
 	if len(comment) > maxCommentBytes {
 		return nil, errInvalid("comment", "comment must be at most %d bytes", maxCommentBytes)
@@ -51,7 +53,7 @@ func (h *Handler) decideApproval(c echo.Context, taskID, approvalID string, appr
 	case errors.Is(err, store.ErrForbidden):
 		return nil, &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: err.Error()}
 	case errors.Is(err, store.ErrConflict):
-		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "this approval is not pending (already decided, expired or superseded)"}
+		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "this approval is not pending (already decided, expired, superseded or unknown)"}
 	case err != nil:
 		return nil, err
 	}

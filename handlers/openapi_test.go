@@ -154,8 +154,9 @@ func TestAPIRarerAnswers(t *testing.T) {
 		header                    map[string]string
 		status                    int
 	}{
-		{"POST", "/api/v1/tasks/" + id + "/approvals/" + unknown + "/reject", b.aliceToken, `{"comment":"no"}`, nil, http.StatusNotFound},
-		{"POST", "/api/v1/tasks/" + id + "/approvals/" + unknown + "/approve", b.aliceToken, "", nil, http.StatusNotFound},
+		{"POST", "/api/v1/tasks/" + id + "/approvals/" + unknown + "/reject", b.aliceToken, `{"comment":"no"}`, nil, http.StatusConflict},
+		{"POST", "/api/v1/tasks/" + unknown + "/approvals/" + unknown + "/reject", b.aliceToken, "", nil, http.StatusNotFound},
+		{"POST", "/api/v1/tasks/" + id + "/approvals/" + unknown + "/approve", b.aliceToken, "", nil, http.StatusConflict},
 		{"POST", "/api/v1/tasks/" + id + "/resolve", b.aliceToken, `{"action":"retry"}`, nil, http.StatusForbidden},
 		{"POST", "/api/v1/tasks/" + id + "/resolve", b.aliceToken, `{"action":"later"}`, nil, http.StatusUnprocessableEntity},
 		{"POST", "/api/v1/tasks/" + bobs + "/resolve", b.bobToken, `{"action":"resolve","comment":"done"}`, nil, http.StatusConflict},

@@ -159,11 +159,13 @@ type ApprovalDecideParams struct {
 // approval must be pending and unexpired and the task awaiting approval, so
 // racing deciders serialise and all but the first get ErrConflict. Nobody
 // decides on a task they created, and the role must be one the step allows
-// (ErrForbidden). Approve puts the task back to pending; reject sends it to
-// compensating with a cancel, so a worker undoes its steps and it ends
-// cancelled with the reason.
+// (ErrForbidden). An approval the task does not have (any id, UUID or not)
+// is not pending either: ErrConflict, as the contract answers it; only an
+// unknown task is ErrNotFound. Approve puts the task back to pending; reject
+// sends it to compensating with a cancel, so a worker undoes its steps and it
+// ends cancelled with the reason.
 func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Approval, error) {
-	if !validUUID(p.TaskID) || !validUUID(p.ApprovalID) {
+	if !validUUID(p.TaskID) {
 		return nil, ErrNotFound
 	}
 	var out *Approval
@@ -174,7 +176,14 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 		if err != nil {
 			return interpretError(err)
 		}
-		a, err := scanApproval(tx.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = $1 AND task_id = $2 FOR UPDATE`, p.ApprovalID, p.TaskID))
+		var a *Approval
+		err = ErrNotFound // an id that is not a UUID names no approval
+		if validUUID(p.ApprovalID) {
+			a, err = scanApproval(tx.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = $1 AND task_id = $2 FOR UPDATE`, p.ApprovalID, p.TaskID))
+		}
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("%w: the task has no such approval", ErrConflict)
+		}
 		if err != nil {
 			return err
 		}
