@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime/debug"
@@ -25,6 +27,11 @@ func requestID(c echo.Context) string {
 	return c.Response().Header().Get(echo.HeaderXRequestID)
 }
 
+// statusClientClosed is nginx's 499: the client went away before the
+// answer. It is never sent (there is nobody to send it to), only logged
+// and counted, so an abandoned request is not taken for a server error.
+const statusClientClosed = 499
+
 // observe gives each request a logger carrying its request id, logs the
 // request once it is answered, and records HTTP metrics by route pattern
 // (never by raw path: ids would explode the label set).
@@ -33,8 +40,15 @@ func (h *Handler) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		start := time.Now()
 		logger := h.logger.With("request_id", requestID(c))
 		c.Set(ctxLogger, logger)
+		// The client's own context, taken before inner middleware swaps
+		// in one with a deadline (which ends when they return).
+		client := c.Request().Context()
 		err := next(c)
-		if err != nil {
+		gone := err != nil && errors.Is(client.Err(), context.Canceled)
+		switch {
+		case gone && !c.Response().Committed:
+			c.Response().Status = statusClientClosed
+		case err != nil && !gone:
 			c.Error(err)
 		}
 		status := c.Response().Status
@@ -51,7 +65,11 @@ func (h *Handler) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			if u := userOf(c); u != nil {
 				attrs = append(attrs, "user", u.Email)
 			}
-			requestLogger(c, h.logger).Info("Request", attrs...)
+			if gone {
+				requestLogger(c, h.logger).Info("Request abandoned: the client went away", append(attrs, "error", err)...)
+			} else {
+				requestLogger(c, h.logger).Info("Request", attrs...)
+			}
 		}
 		return nil
 	}

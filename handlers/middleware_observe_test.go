@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
 	"flightdeck/handlers"
@@ -141,4 +144,62 @@ func TestStreamsOutliveTheReadTimeout(t *testing.T) {
 	_, frame, err := ws.Read(ctx)
 	require.NoError(t, err, "the socket goes on")
 	require.Contains(t, string(frame), `"pong"`)
+}
+
+// TestRequestAbandonedByTheClient: a client that goes away mid-request
+// (here while its handler waits) is logged as client-closed (499, at Info,
+// saying so) and counted as 499: not a server error, not a 5xx.
+func TestRequestAbandonedByTheClient(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var logs syncBuffer
+	e := handlers.New(handlers.Deps{Store: b.store, Config: config.Config{APIRate: 1000},
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	waiting := make(chan struct{})
+	e.GET("/test/wait", func(c echo.Context) error {
+		close(waiting)
+		<-c.Request().Context().Done()
+		return fmt.Errorf("error waiting: %w", c.Request().Context().Err())
+	})
+	served := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.ServeHTTP(w, r)
+		if r.URL.Path == "/test/wait" {
+			served <- struct{}{}
+		}
+	}))
+	t.Cleanup(srv.Close)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/test/wait", nil)
+	require.NoError(t, err)
+	failed := make(chan error, 1)
+	go func() {
+		res, err := srv.Client().Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		failed <- err
+	}()
+	<-waiting
+	cancel()
+	require.ErrorIs(t, <-failed, context.Canceled)
+	select {
+	case <-served: // the middleware has logged and counted it
+	case <-time.After(15 * time.Second):
+		t.Fatal("the server did not notice the client went away")
+	}
+
+	out := logs.String()
+	require.Contains(t, out, `level=INFO msg="Request abandoned: the client went away"`)
+	require.Contains(t, out, "status=499")
+	require.NotContains(t, out, "status=500")
+	require.NotContains(t, out, "level=ERROR")
+	res, err := srv.Client().Get(srv.URL + "/metrics")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	metrics, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(metrics), `flightdeck_http_requests_total{code="499",method="GET",route="/test/wait"} 1`)
+	require.NotRegexp(t, `flightdeck_http_requests_total\{code="5\d\d",method="GET",route="/test/wait"\}`, string(metrics))
 }
