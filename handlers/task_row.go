@@ -49,29 +49,41 @@ func taskRow(cat *pipeline.Catalog, t *task.Task, now time.Time) pages.TaskRow {
 	return r
 }
 
-// deployTarget reads a deploy's target (the pipeline's target params, by
-// pipeline.TargetOf) and version (pipeline.VersionParam) from its public
-// params; secret ones are never shown.
+// deployTarget is a deploy's target as the task list and the inbox show it
+// (targetChips joined: values, and name=value for the title) and its
+// version (pipeline.VersionParam), read from its public params.
 func deployTarget(p *pipeline.Pipeline, raw json.RawMessage) (target, title, version string) {
 	var params map[string]any
 	if json.Unmarshal(raw, &params) != nil {
 		return "", "", ""
 	}
-	tgt, vp := p.TargetOf(params), p.VersionParam()
 	var vals, named []string
-	for _, prm := range p.Params {
-		v, ok := tgt[prm.Name]
-		// The version has its own column (a default target may hold it).
-		if !ok || prm.Secret || v == nil || prm.Name == vp {
-			continue
-		}
-		s := toString(v)
-		vals, named = append(vals, s), append(named, prm.Name+"="+s)
+	for _, c := range targetChips(p, params) {
+		vals, named = append(vals, c.Value), append(named, c.Name+"="+c.Value)
 	}
-	if vp != "" && params[vp] != nil {
+	if vp := p.VersionParam(); vp != "" && params[vp] != nil {
 		version = toString(params[vp])
 	}
 	return strings.Join(vals, " · "), strings.Join(named, ", "), version
+}
+
+// targetChips is what a deploy goes to, the one rule of the task list, the
+// approvals inbox and the run page: the pipeline's target params
+// (pipeline.TargetParams) in the order the pipeline declares its params,
+// less secret ones, those without a value, and the version param
+// (pipeline.VersionParam), which a default target may hold but every page
+// shows in a place of its own.
+func targetChips(p *pipeline.Pipeline, params map[string]any) []pages.Param {
+	tgt, vp := p.TargetOf(params), p.VersionParam()
+	var out []pages.Param
+	for _, prm := range p.Params {
+		v, ok := tgt[prm.Name]
+		if !ok || prm.Secret || v == nil || prm.Name == vp {
+			continue
+		}
+		out = append(out, pages.Param{Name: prm.Name, Value: toString(v)})
+	}
+	return out
 }
 
 // ago says how long ago, as people say it; static/js/app.js updates it

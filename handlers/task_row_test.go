@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"flightdeck/views/pages"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/task"
 )
@@ -74,5 +75,35 @@ func BenchmarkTaskRows(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = taskRows(cat, tasks)
+	}
+}
+
+// TestTargetChips: the one rule the list, the inbox and the run page show a
+// deploy's target by.
+func TestTargetChips(t *testing.T) {
+	t.Parallel()
+	params := []pipeline.Param{{Name: "app", Type: "string"}, {Name: "tag", Type: "string"}, {Name: "env", Type: "string"},
+		{Name: "regions", Type: "list"}, {Name: "token", Type: "string", Secret: true}}
+	byDefault := &pipeline.Pipeline{Name: "d", Params: params}
+	written := &pipeline.Pipeline{Name: "w", Params: params, Target: []string{"env", "token", "app"}}
+	for _, c := range []struct {
+		name   string
+		p      *pipeline.Pipeline
+		params map[string]any
+		want   []pages.Param
+	}{
+		{"DefaultTargetLessTheVersionParam", byDefault, map[string]any{"app": "shop", "tag": "v7", "env": "prod", "token": "[REDACTED]"},
+			[]pages.Param{{Name: "app", Value: "shop"}, {Name: "env", Value: "prod"}}},
+		{"WrittenTargetInTheParamsOrderWithoutSecrets", written, map[string]any{"app": "shop", "env": "prod", "token": "[REDACTED]"},
+			[]pages.Param{{Name: "app", Value: "shop"}, {Name: "env", Value: "prod"}}},
+		{"MissingAndNullLeftOut", byDefault, map[string]any{"app": "shop", "env": nil},
+			[]pages.Param{{Name: "app", Value: "shop"}}},
+		{"ListsAsJSON", byDefault, map[string]any{"regions": []any{"eu", "us"}},
+			[]pages.Param{{Name: "regions", Value: `["eu","us"]`}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, c.want, targetChips(c.p, c.params))
+		})
 	}
 }

@@ -256,12 +256,7 @@ func undoLane(t *task.Task, rows []store.StepRow, plan map[int]pipeline.PlannedS
 // version, and the version the target had before (the last deploy of the
 // same pipeline and target that completed before this one started).
 func (h *Handler) deployView(ctx context.Context, t *task.Task, pl *pipeline.Pipeline, params map[string]any) (*pages.DeployView, error) {
-	d := &pages.DeployView{VersionName: pl.VersionParam()}
-	for _, name := range pl.TargetParams() {
-		if v, ok := params[name]; ok {
-			d.Target = append(d.Target, pages.Param{Name: name, Value: fmt.Sprint(v)})
-		}
-	}
+	d := &pages.DeployView{VersionName: pl.VersionParam(), Target: targetChips(pl, params)}
 	if d.VersionName == "" {
 		return d, nil
 	}
