@@ -35,13 +35,13 @@ func TestTaskListFiltersAndLiveRows(t *testing.T) {
 	}
 	doc := page("")
 	require.Equal(t, 2, doc.Find(`[data-testid="task-row"]`).Length())
-	require.Equal(t, "/tasks/ws?", doc.Find(`[ws-connect]`).AttrOr("ws-connect", ""))
+	require.Equal(t, "/tasks/ws?rows="+demo+","+noop, doc.Find(`[ws-connect]`).AttrOr("ws-connect", ""), "the rows shown, newest first")
 
 	doc = page("?state=cancelled")
 	require.Equal(t, 1, doc.Find(`[data-testid="task-row"]`).Length())
 	require.Equal(t, "task-row-"+demo, doc.Find(`[data-testid="task-row"]`).AttrOr("id", ""))
 	require.Equal(t, "cancelled", doc.Find(`[data-testid="filter-state"] option[selected]`).AttrOr("value", ""))
-	require.Equal(t, "/tasks/ws?state=cancelled", doc.Find(`[ws-connect]`).AttrOr("ws-connect", ""))
+	require.Equal(t, "/tasks/ws?state=cancelled&rows="+demo, doc.Find(`[ws-connect]`).AttrOr("ws-connect", ""))
 
 	doc = page("?pipeline=noop&created_by=alice%40acme.test")
 	require.Equal(t, "task-row-"+noop, doc.Find(`[data-testid="task-row"]`).AttrOr("id", ""))
@@ -121,4 +121,67 @@ func TestTaskListColumns(t *testing.T) {
 	require.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$`, when.AttrOr("title", ""), "exact on hover")
 	require.Equal(t, id, row.Find(`[data-testid="task-id"]`).Text(), "the full id")
 	require.Equal(t, id, row.Find(`[data-testid="copy-id"]`).AttrOr("data-copy", ""))
+}
+
+// TestTaskListSocketCatchesUp: a list socket that (re)connects sends the
+// page's rows as they are now, so a row that changed while no socket
+// listened does not stay stale; it never sends another team's row.
+func TestTaskListSocketCatchesUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.browser(t)
+	b.login(t, c, "alice@acme.test", testPassword)
+	var ids []string
+	for range 2 {
+		r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
+		require.Equal(t, http.StatusAccepted, r.status, r.raw)
+		ids = append(ids, r.body["id"].(string))
+	}
+	changed, same := ids[0], ids[1]
+	_, body := b.get(t, c, "/tasks", nil)
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+	require.NoError(t, err)
+	socket := doc.Find(`[ws-connect]`).AttrOr("ws-connect", "")
+	require.Contains(t, socket, changed)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	dial := func(path string) (*websocket.Conn, *http.Response, error) {
+		return websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.srv.URL, "http")+path,
+			&websocket.DialOptions{HTTPClient: c, HTTPHeader: http.Header{"Origin": {b.srv.URL}}})
+	}
+	first := func(ws *websocket.Conn) *goquery.Document {
+		_, f, err := ws.Read(ctx)
+		require.NoError(t, err)
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader("<table>" + string(f) + "</table>"))
+		require.NoError(t, err)
+		return doc
+	}
+
+	ws, _, err := dial(socket)
+	require.NoError(t, err)
+	rows := first(ws)
+	require.Equal(t, "pending", rows.Find("#task-row-"+changed).AttrOr("data-state", ""), "the rows as they are, at once")
+	require.Equal(t, 1, rows.Find("#task-row-"+same).Length())
+	require.NoError(t, ws.Close(websocket.StatusGoingAway, ""))
+
+	// While no socket listens, a row changes.
+	require.Equal(t, http.StatusAccepted, b.api(t, "POST", "/api/v1/tasks/"+changed+"/cancel", b.aliceToken, "", nil).status)
+	ws, _, err = dial(socket)
+	require.NoError(t, err)
+	defer ws.CloseNow()
+	rows = first(ws)
+	require.Equal(t, "cancelled", rows.Find("#task-row-"+changed).AttrOr("data-state", ""), "the reconnect catches up")
+
+	// Another team's id names no row; too many ids are refused.
+	rival := b.api(t, "POST", "/api/v1/tasks", b.bobToken, `{"kind":"deploy","pipeline":"noop"}`, nil).body["id"].(string)
+	other, _, err := dial("/tasks/ws?rows=" + rival + ",not-an-id," + same)
+	require.NoError(t, err)
+	defer other.CloseNow()
+	rows = first(other)
+	require.Equal(t, 1, rows.Find("#task-row-"+same).Length())
+	require.Equal(t, 0, rows.Find("#task-row-"+rival).Length())
+	_, res, err := dial("/tasks/ws?rows=" + strings.Repeat(same+",", 200) + same)
+	require.Error(t, err)
+	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
 }

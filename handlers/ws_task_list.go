@@ -3,22 +3,40 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/views/pages"
+	"flightdeck/workflow/task"
 )
+
+// maxListRows bounds the rows a list socket catches up: a page shows at
+// most 200 (store.TaskListParams.Limit).
+const maxListRows = 200
 
 // wsTaskList keeps an open task list current: every change of a visible
 // task re-sends its row (swapped by id, so rows not on the page are
 // ignored by the browser), and a task submitted since the page loaded that
-// passes the filters shows a notice instead of reshuffling the page.
+// passes the filters shows a notice instead of reshuffling the page. The
+// page names its rows (rows=id,…): each time the socket (re)connects they
+// are sent as they are now, so what changed while no socket listened (a
+// dropped connection, a server restart) catches up.
 func (h *Handler) wsTaskList(c echo.Context) error {
 	p, f, err := h.taskListFilters(c)
 	if err != nil {
 		return err
+	}
+	// Unknown, malformed and other teams' ids load nothing (TaskGetMany).
+	var visible []string
+	if q := c.QueryParam("rows"); q != "" {
+		visible = strings.Split(q, ",")
+	}
+	if len(visible) > maxListRows {
+		return errInvalid("rows", "at most %d rows", maxListRows)
 	}
 	conn, err := h.acceptWS(c)
 	if err != nil || conn == nil {
@@ -26,13 +44,15 @@ func (h *Handler) wsTaskList(c echo.Context) error {
 	}
 	defer conn.close(websocket.StatusNormalClosure, "")
 	go conn.drain()
+	rows := newListRows(visible)
 	since, noticed := time.Now(), false
+	teams := userOf(c).TeamIDs()
 	// deliver runs on the team feed's loop, one change at a time, so
 	// noticed needs no lock.
-	stop := h.teamFeed.subscribe(userOf(c).TeamIDs(), func(ch *taskChange) bool {
+	stop := h.teamFeed.subscribe(teams, func(ch *taskChange) bool {
 		t := ch.task
 		if !t.CreatedAt.After(since) || !matches(f, t) {
-			return conn.send(ch.rowHTML())
+			return rows.send(conn, ch)
 		}
 		if noticed {
 			return true
@@ -43,6 +63,69 @@ func (h *Handler) wsTaskList(c echo.Context) error {
 		return conn.send(buf.Bytes())
 	}, nil)
 	defer stop()
+	// Loaded after subscribing, so no change falls between the two; the
+	// rows' seqs keep a live change sent meanwhile from being undone.
+	tasks, err := h.store.TaskGetMany(conn.ctx, teams, visible)
+	if err != nil {
+		// 1011: the browser reconnects (with backoff) and tries again.
+		requestLogger(c, h.logger).Warn("Task list socket could not load its rows", "error", err)
+		conn.close(websocket.StatusInternalError, "could not load the rows; reconnect")
+		return nil
+	}
+	if len(tasks) > 0 && !rows.send(conn, h.catchUp(tasks)...) {
+		return nil
+	}
 	<-conn.ctx.Done()
 	return nil
+}
+
+// catchUp wraps loaded tasks as changes, to render their rows as the feed
+// does.
+func (h *Handler) catchUp(tasks []*task.Task) []*taskChange {
+	out := make([]*taskChange, len(tasks))
+	for i, t := range tasks {
+		out[i] = &taskChange{task: t, pipelines: h.pipelines}
+	}
+	return out
+}
+
+// listRows is what a list socket sent of the page's rows: the seq each
+// row was last sent at, so an older state (a catch-up loaded before a live
+// change went out) never replaces a newer one. Other tasks' rows (the
+// browser ignores them) pass without being remembered.
+type listRows struct {
+	mu   sync.Mutex
+	seqs map[string]int
+}
+
+func newListRows(ids []string) *listRows {
+	r := &listRows{seqs: make(map[string]int, len(ids))}
+	for _, id := range ids {
+		r.seqs[id] = 0
+	}
+	return r
+}
+
+// send sends the rows of changes that are new, in one message; false when
+// the socket is gone.
+func (r *listRows) send(conn *wsConn, changes ...*taskChange) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var parts [][]byte
+	for _, ch := range changes {
+		if seq, ok := r.seqs[ch.task.ID]; ok {
+			if ch.task.LastSeq <= seq {
+				continue
+			}
+			r.seqs[ch.task.ID] = ch.task.LastSeq
+		}
+		parts = append(parts, ch.rowHTML())
+	}
+	switch len(parts) {
+	case 0:
+		return true
+	case 1:
+		return conn.send(parts[0]) // a live row, shared by every socket: not copied
+	}
+	return conn.send(bytes.Join(parts, nil))
 }

@@ -1,4 +1,4 @@
-import { test, expect, Page } from '@playwright/test';
+import { test, expect, Page, WebSocketRoute } from '@playwright/test';
 import { signIn } from './helpers';
 
 
@@ -37,6 +37,40 @@ test('the task list filters and follows state changes live', async ({ browser })
   await submitApprovalDemo(dev);
   await expect(admin.getByTestId('new-tasks')).toBeVisible();
   await admin.screenshot({ path: 'test-results/task-list-live.png', fullPage: true });
+});
+
+test('the task list catches up after its socket drops', async ({ browser }) => {
+  const dev = await signIn(browser, 'dev@demo.local');
+  const id = await submitApprovalDemo(dev);
+
+  // The admin's list socket goes through the test, which can drop it and
+  // hold its reconnect back until a row has changed.
+  const admin = await signIn(browser, 'admin@demo.local');
+  const sockets: WebSocketRoute[] = [];
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  await admin.routeWebSocket(/\/tasks\/ws/, async (ws) => {
+    sockets.push(ws);
+    if (sockets.length > 1) await released;
+    ws.connectToServer();
+  });
+  await admin.goto('/tasks?pipeline=approval-demo');
+  const row = admin.locator(`#task-row-${id}`);
+  await expect(row).toHaveAttribute('data-state', 'awaiting_approval');
+  await expect.poll(() => sockets.length).toBe(1);
+
+  // 1012 (service restart): the page reconnects, as after a server restart.
+  await sockets[0].close({ code: 1012, reason: 'dropped by the test' });
+  await expect.poll(() => sockets.length).toBe(2);
+  await dev.getByTestId('cancel-open').click();
+  await dev.getByTestId('cancel-confirm').click();
+  await expect(dev.locator('#task-state [data-testid="state-badge"]')).toHaveAttribute('data-state', 'cancelled');
+  await expect(row).toHaveAttribute('data-state', 'awaiting_approval'); // no socket: still as it was
+
+  release();
+  await expect(row).toHaveAttribute('data-state', 'cancelled');
+  await expect(row.getByTestId('state-badge')).toHaveText('cancelled');
+  await admin.screenshot({ path: '/tmp/edges-list-caught-up.png', fullPage: true });
 });
 
 test('an approver decides from "Needs my approval"', async ({ browser }) => {

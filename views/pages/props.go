@@ -4,6 +4,7 @@ package pages
 
 import (
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -67,6 +68,25 @@ func (p TaskListProps) Query(before string) string {
 		}
 	}
 	return v.Encode()
+}
+
+// SocketURL is the address of the list's socket: the filters (for the
+// notice of new tasks) and the rows the page shows, whose current state
+// the socket sends each time it (re)connects, so rows that changed while
+// it was down catch up. Ids are UUIDs: nothing in them needs escaping.
+func (p TaskListProps) SocketURL() string {
+	q := p.Query("")
+	if len(p.Tasks) > 0 {
+		ids := make([]string, len(p.Tasks))
+		for i, t := range p.Tasks {
+			ids[i] = t.ID
+		}
+		if q != "" {
+			q += "&"
+		}
+		q += "rows=" + strings.Join(ids, ",")
+	}
+	return "/tasks/ws?" + q
 }
 
 // ErrorProps are the inputs of Error.
