@@ -274,7 +274,13 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if err := store.Checkpoint(ctx, dbURL); err != nil {
 		env.logger.Warn("Could not checkpoint before the latency phase; figures may vary more", "error", err)
 	}
-	res, err := benchLatency(ctx, env, st, p, teamID, userID, benchPipeline, benchParams, *rate, *latencyFor, *remote, cfg.StatementTimeout)
+	cfg.DatabaseURL = dbURL
+	web, err := requestStore(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
+	defer web.Close()
+	res, err := benchLatency(ctx, env, st, p, teamID, userID, benchPipeline, benchParams, *rate, *latencyFor, *remote, web)
 	if err != nil {
 		return err
 	}
@@ -334,7 +340,7 @@ func benchWait(ctx context.Context, env *cliEnv, allDone <-chan struct{}, done *
 	}
 }
 
-func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Pool, teamID, userID string, pl *pipeline.Pipeline, params map[string]any, rate float64, dur time.Duration, remote bool, statementTimeout time.Duration) (benchResult, error) {
+func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Pool, teamID, userID string, pl *pipeline.Pipeline, params map[string]any, rate float64, dur time.Duration, remote bool, web *store.Store) (benchResult, error) {
 	// The pool is already running; attach a notifier so NOTIFY wakes it.
 	n := event.NewNotifier(st, env.logger)
 	p.Attach(n)
@@ -344,18 +350,13 @@ func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Po
 	// A warm-up second at the same rate is not measured: its submits open
 	// the connections and prepare the statements the steady state reuses
 	// (its p99 was 80–130 ms against 10–20 ms in every later second).
-	// Submits go through a pool like the web requests' (store.OpenRequests),
-	// as an API submit does: the same plan choices and statement bound,
-	// not the workers' pool and its generic plans.
-	reqPool, err := store.OpenRequests(ctx, st.Pool().Config().ConnString(), 16, statementTimeout)
-	if err != nil {
-		return benchResult{}, err
-	}
-	defer reqPool.Close()
-	sub := st.WithPool(reqPool)
+	// Submits go through the web requests' store (requestStore), as an
+	// API submit does: the same plan choices and statement bound, not the
+	// workers' pool and its generic plans.
+	sub := web
 	if remote {
 		// A store of its own wakes no pool in this process (its own wake.Bus).
-		sub = store.New(reqPool)
+		sub = store.New(web.Pool())
 	}
 	if _, err := benchSubmit(ctx, env, sub, teamID, userID, pl, params, rate, latencyWarmup); err != nil {
 		return benchResult{}, err

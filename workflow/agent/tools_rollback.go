@@ -78,16 +78,6 @@ func paramList(p *pipeline.Pipeline) string {
 	return strings.Join(names, ", ")
 }
 
-// canon is v's JSON text: params read back from the database (float64)
-// and validated ones (int64) compare equal.
-func canon(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "?"
-	}
-	return string(b)
-}
-
 // matches says whether a deploy's params belong to the target.
 func (t *rollbackTarget) matches(params map[string]any) bool { return t.p.InTarget(t.values, params) }
 
@@ -95,7 +85,7 @@ func (t *rollbackTarget) matches(params map[string]any) bool { return t.p.InTarg
 // parameter but secrets.
 func (t *rollbackTarget) state(params map[string]any) string {
 	if t.ver != "" {
-		return canon(params[t.ver])
+		return pipeline.Canon(params[t.ver])
 	}
 	m := map[string]any{}
 	for _, prm := range t.p.Params {
@@ -103,7 +93,7 @@ func (t *rollbackTarget) state(params map[string]any) string {
 			m[prm.Name] = params[prm.Name]
 		}
 	}
-	return canon(m)
+	return pipeline.Canon(m)
 }
 
 // String describes the target for people and the model.
@@ -111,7 +101,7 @@ func (t *rollbackTarget) String() string {
 	var parts []string
 	for _, prm := range t.p.Params {
 		if v, ok := t.values[prm.Name]; ok {
-			parts = append(parts, prm.Name+"="+strings.Trim(canon(v), `"`))
+			parts = append(parts, prm.Name+"="+strings.Trim(pipeline.Canon(v), `"`))
 		}
 	}
 	if len(parts) == 0 {
@@ -200,7 +190,7 @@ func prepareRollback(ctx context.Context, e *Env, args map[string]any) (json.Raw
 		return nil, fmt.Errorf("no completed deploy of %s: nothing to roll back", target)
 	case previous == "" && target.ver != "":
 		return nil, fmt.Errorf("%s has only ever run %s %s: no previous version to roll back to",
-			target, target.ver, strings.Trim(canon(curParams[target.ver]), `"`))
+			target, target.ver, strings.Trim(pipeline.Canon(curParams[target.ver]), `"`))
 	case previous == "":
 		return nil, fmt.Errorf("every completed deploy of %s used the same parameters: nothing to roll back to", target)
 	}
@@ -210,7 +200,7 @@ func prepareRollback(ctx context.Context, e *Env, args map[string]any) (json.Raw
 	}
 	plan := deployPlan{Pipeline: p.Name, Params: params, Priority: "high", RollbackFromTask: current, RollbackTo: previous}
 	if target.ver != "" {
-		plan.RollbackFrom = strings.Trim(canon(curParams[target.ver]), `"`)
+		plan.RollbackFrom = strings.Trim(pipeline.Canon(curParams[target.ver]), `"`)
 	}
 	return json.Marshal(plan)
 }

@@ -47,15 +47,16 @@ func (p *Pipeline) InTarget(target, params map[string]any) bool {
 		if !ok || got == nil {
 			got = prm.Default
 		}
-		if canon(got) != canon(want) {
+		if Canon(got) != Canon(want) {
 			return false
 		}
 	}
 	return true
 }
 
-// canon is v's JSON text.
-func canon(v any) string {
+// Canon is v's JSON text: params read back from the database (float64)
+// and validated ones (int64) compare equal.
+func Canon(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return "?"

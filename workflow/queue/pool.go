@@ -152,8 +152,6 @@ func (p *Pool) Run(ctx context.Context) error {
 	maintCtx, stopMaint := context.WithCancel(bg)
 	maint.Go(func() { p.rescuer(maintCtx) })
 
-	// Tasks made claimable by this process wake the producer at once,
-	// without the NOTIFY's round trip (Attach skips those NOTIFYs).
 	// Runners are started once, as many as tasks may be held: a job's
 	// goroutine and its grown stack serve task after task, not one each.
 	var runners sync.WaitGroup
@@ -164,6 +162,8 @@ func (p *Pool) Run(ctx context.Context) error {
 			}
 		})
 	}
+	// Tasks made claimable by this process wake the producer at once,
+	// without the NOTIFY's round trip (Attach skips those NOTIFYs).
 	stopReady := p.store.Wakeups().OnReady(p.Wake)
 	p.produce(ctx, bg)
 	stopReady()

@@ -85,11 +85,14 @@ func (p *Pool) writeBatch(ctx context.Context, batch []writeReq) {
 func (p *Pool) writeRetrying(ctx context.Context, ws []store.TaskWrite) (map[string]store.Written, error) {
 	deadline := time.Now().Add(p.cfg.Lease)
 	for try := 1; ; try++ {
+		written, err := p.store.TaskWrites(ctx, ws)
+		if err == nil || !store.Transient(err) || ctx.Err() != nil {
+			return written, err
+		}
 		// Jittered, so pools that lost the database together do not come
 		// back at the same instant.
 		wait := backoff.Exponential(20*time.Millisecond, time.Second, try)
-		written, err := p.store.TaskWrites(ctx, ws)
-		if err == nil || !store.Transient(err) || time.Now().Add(wait).After(deadline) || ctx.Err() != nil {
+		if time.Now().Add(wait).After(deadline) {
 			return written, err
 		}
 		p.logger.Warn("Writing tasks failed; retrying", "error", err, "tasks", len(ws), "in", wait)

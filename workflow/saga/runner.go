@@ -242,13 +242,9 @@ func (rn *run) interruptedOutcome(err error) queue.Outcome {
 	return queue.Outcome{} // the pool releases it (or drops it when the lease is gone)
 }
 
-// render renders a step's `with` for ps; a step without inputs (most
-// effect-free ones) skips building the template data.
+// render renders a step's `with` for ps (renderStep).
 func (rn *run) render(with map[string]any, ps pipeline.PlannedStep) (map[string]any, error) {
-	if len(with) == 0 {
-		return map[string]any{}, nil
-	}
-	return render(with, rn.data(ps))
+	return renderStep(with, rn.j.Task.ID, rn.j.Task.Team, rn.params, ps)
 }
 
 // data is what templates in `with` see.

@@ -62,14 +62,20 @@ func PlannedSteps(p *pipeline.Pipeline, params map[string]any, taskID, team stri
 // step and its rendered inputs (a step whose inputs do not render gets
 // the error as its input, as the run would).
 func stepKey(taskID, team string, params map[string]any, ps pipeline.PlannedStep) string {
-	with := map[string]any{}
-	if len(ps.Step.With) > 0 {
-		var err error
-		if with, err = render(ps.Step.With, templateData(taskID, team, params, ps)); err != nil {
-			with = map[string]any{"render_error": err.Error()}
-		}
+	with, err := renderStep(ps.Step.With, taskID, team, params, ps)
+	if err != nil {
+		with = map[string]any{"render_error": err.Error()}
 	}
 	return idempotencyKey(taskID, ps, with)
+}
+
+// renderStep renders a step's `with` for ps, as the run and its key see
+// it; a step without inputs skips building the template data.
+func renderStep(with map[string]any, taskID, team string, params map[string]any, ps pipeline.PlannedStep) (map[string]any, error) {
+	if len(with) == 0 {
+		return map[string]any{}, nil
+	}
+	return render(with, templateData(taskID, team, params, ps))
 }
 
 // templateData is what templates in `with` see.
