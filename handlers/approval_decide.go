@@ -5,8 +5,6 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-
-	"flightdeck/views/pages"
 )
 
 // approvalDecide is the inbox's approve/reject form. A decision that can no
@@ -25,7 +23,7 @@ func (h *Handler) approvalDecide(c echo.Context) error {
 			return lerr
 		}
 		p.CSRFToken, p.Flash, p.FlashError = csrfToken(c), apiErr.Message, true
-		return h.render(c, apiErr.Status, "Needs my approval", "approvals", pages.ApprovalInbox(p))
+		return h.renderInbox(c, apiErr.Status, p)
 	}
 	if err != nil {
 		return err

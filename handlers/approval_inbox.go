@@ -26,7 +26,14 @@ func (h *Handler) approvalInbox(c echo.Context) error {
 	case "reject":
 		p.Flash = "Rejected; the task is being undone."
 	}
-	return h.render(c, http.StatusOK, "Needs my approval", "approvals", pages.ApprovalInbox(p))
+	return h.renderInbox(c, http.StatusOK, p)
+}
+
+// renderInbox renders the inbox page; its list is the navigation's badge
+// count too (both are bounded at 100), so the layout need not count again.
+func (h *Handler) renderInbox(c echo.Context, status int, p pages.ApprovalInboxProps) error {
+	c.Set(approvalCountKey, len(p.Items))
+	return h.render(c, status, "Needs my approval", "approvals", pages.ApprovalInbox(p))
 }
 
 // loadInbox gathers the viewer's pending decisions, the approvals their
@@ -34,11 +41,7 @@ func (h *Handler) approvalInbox(c echo.Context) error {
 // needs_attention.
 func (h *Handler) loadInbox(ctx context.Context, u *auth.User) (pages.ApprovalInboxProps, error) {
 	var p pages.ApprovalInboxProps
-	items, err := h.store.ApprovalInbox(ctx, u.ID, inboxLimit)
-	if err != nil {
-		return p, err
-	}
-	waiting, err := h.store.ApprovalWaitingOn(ctx, u.ID, inboxLimit)
+	items, waiting, err := h.store.ApprovalsPending(ctx, u.ID, inboxLimit)
 	if err != nil {
 		return p, err
 	}

@@ -71,7 +71,7 @@ func (h *Handler) inboxItem(ctx context.Context, it store.InboxItem) (pages.Inbo
 	default:
 		var pp map[string]any
 		_ = json.Unmarshal(prev.Params, &pp)
-		v.From, v.FromTaskID = toString(pp[v.VersionParam]), prev.TaskID
+		v.From = toString(pp[v.VersionParam])
 	}
 	return v, nil
 }

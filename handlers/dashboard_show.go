@@ -123,7 +123,7 @@ func (h *Handler) loadDashboardHistory(ctx context.Context, teams []string, now 
 	}
 	for _, d := range store.RunTimesOf(rollups, p.RunTimeSince) {
 		p.Durations = append(p.Durations, pages.DurationRow{Pipeline: d.Pipeline, Runs: d.Runs, P50: d.P50, P95: d.P95,
-			Mean: d.Mean, MeanWaited: d.MeanWaited})
+			MeanWaited: d.MeanWaited})
 	}
 	p.HealthSince, p.HealthDays = today.AddDate(0, 0, -(healthDays-1)), healthDays
 	deploys := func(name string) bool {

@@ -27,12 +27,19 @@ func isPartial(c echo.Context) bool {
 	return hd.Get(hxRequest) == "true" && hd.Get(hxBoosted) != "true" && hd.Get(hxHistoryRestore) != "true"
 }
 
+// approvalCountKey holds a count a handler already made of the badge's
+// approvals.
+const approvalCountKey = "approval_count"
+
 // approvalCount is the navigation's badge: one query per full page. An
 // error page for a failing database does not ask again, and a failed
 // count shows no badge rather than failing the page.
 func (h *Handler) approvalCount(c echo.Context, userID string, status int) int {
 	if status >= http.StatusInternalServerError {
 		return 0
+	}
+	if n, ok := c.Get(approvalCountKey).(int); ok {
+		return n // the page counted them already (renderInbox)
 	}
 	n, err := h.store.ApprovalInboxCount(c.Request().Context(), userID)
 	if err != nil {

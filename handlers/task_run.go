@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"flightdeck/views/components"
+	"flightdeck/views/pages"
 	"flightdeck/workflow/task"
 )
 
@@ -25,6 +26,9 @@ type runModel struct {
 	steps  map[int]*stepTrack
 	events []task.Event // the newest eventsShown events that are not log lines
 	logs   []task.Event // and the newest eventsShown log lines, for the raw log's filter
+	// deploy is the run's deploy view once the run has started: a live
+	// page's pushes need not look up the previous deploy again.
+	deploy *pages.DeployView
 }
 
 // stepTrack is what events say of one step beyond its row: its two logs

@@ -26,9 +26,15 @@ func (h *Handler) runView(ctx context.Context, p *pages.TaskShowProps, t *task.T
 	var params map[string]any
 	_ = json.Unmarshal(t.Params, &params)
 	if pl != nil {
-		d, err := h.deployView(ctx, t, pl, params)
-		if err != nil {
-			return err
+		d := m.deploy
+		if d == nil {
+			var err error
+			if d, err = h.deployView(ctx, t, pl, params); err != nil {
+				return err
+			}
+			if t.StartedAt != nil {
+				m.deploy = d // what came before a started run never changes
+			}
 		}
 		p.Task.Deploy = d
 	}
@@ -160,7 +166,7 @@ func forwardView(r store.StepRow, ps pipeline.PlannedStep, st *stepTrack, waitin
 	if r.Error != nil && (r.State == string(task.StepFailed) || r.State == string(task.StepCancelled)) {
 		v.Error = *r.Error
 	}
-	if r.FinishedAt == nil || r.State == string(task.StepRunning) {
+	if r.State == string(task.StepRunning) {
 		v.FinishedAt = nil
 	}
 	switch {

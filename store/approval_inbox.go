@@ -42,57 +42,67 @@ const inboxQuery = `
 // can be decided. The rule is applied here, not in SQL, so it lives once;
 // pending approvals are few.
 func (s *Store) ApprovalInbox(ctx context.Context, userID string, limit int) ([]InboxItem, error) {
-	return s.approvalsPending(ctx, userID, limit, func(_ InboxItem, mayDecide, _ bool) bool { return mayDecide })
+	decide, _, err := s.ApprovalsPending(ctx, userID, limit)
+	return decide, err
 }
 
 // ApprovalWaitingOn lists the pending approvals on tasks userID created
 // that someone else must decide (four eyes), oldest first: the creator
 // sees their deploy wait, and for whom.
 func (s *Store) ApprovalWaitingOn(ctx context.Context, userID string, limit int) ([]InboxItem, error) {
-	return s.approvalsPending(ctx, userID, limit, func(_ InboxItem, mayDecide, mine bool) bool { return mine && !mayDecide })
+	_, waiting, err := s.ApprovalsPending(ctx, userID, limit)
+	return waiting, err
 }
 
 // ApprovalInboxCount is how many approvals ApprovalInbox would list (the
-// navigation's badge): one query, nothing but the rule's inputs kept.
+// navigation's badge).
 func (s *Store) ApprovalInboxCount(ctx context.Context, userID string) (int, error) {
-	items, err := s.approvalsPending(ctx, userID, maxInboxCount, func(_ InboxItem, mayDecide, _ bool) bool { return mayDecide })
-	return len(items), err
+	decide, _, err := s.ApprovalsPending(ctx, userID, maxInboxCount)
+	return len(decide), err
 }
 
 // maxInboxCount bounds the badge's count (shown as 99+ beyond).
 const maxInboxCount = 100
 
-// approvalsPending runs inboxQuery and keeps, up to limit, the items keep
-// accepts, told whether userID may decide each and whether they created
-// its task.
-func (s *Store) approvalsPending(ctx context.Context, userID string, limit int, keep func(it InboxItem, mayDecide, mine bool) bool) ([]InboxItem, error) {
+// ApprovalsPending reads inboxQuery once for both of userID's lists, each
+// up to limit: the approvals they may decide (ApprovalInbox) and those on
+// tasks they created that someone else must decide (ApprovalWaitingOn).
+func (s *Store) ApprovalsPending(ctx context.Context, userID string, limit int) (decide, waiting []InboxItem, err error) {
 	if !validUUID(userID) {
-		return nil, ErrNotFound
+		return nil, nil, ErrNotFound
 	}
 	rows, err := s.pool.Query(ctx, inboxQuery, userID)
 	if err != nil {
-		return nil, interpretError(err)
+		return nil, nil, interpretError(err)
 	}
 	defer rows.Close()
-	out := []InboxItem{}
-	for rows.Next() && len(out) < limit {
+	decide, waiting = []InboxItem{}, []InboxItem{}
+	for rows.Next() && (len(decide) < limit || len(waiting) < limit) {
 		var it InboxItem
 		var detail []byte
 		var role, creatorID string
 		if err := rows.Scan(&it.ID, &it.TaskID, &it.StepIdx, &it.Step, &it.Attempt, &it.Approval.Kind, &detail, &it.Roles, &it.State,
 			&it.RequestedAt, &it.ExpiresAt, &it.DecidedBy, &it.DecidedAt, &it.Comment,
 			&it.TeamID, &it.Team, &it.Kind, &it.Pipeline, &it.Params, &it.CreatedBy, &role, &creatorID); err != nil {
-			return nil, interpretError(err)
+			return nil, nil, interpretError(err)
 		}
-		ok, _ := task.MayDecide(task.ApprovalKind(it.Approval.Kind), it.Roles, creatorID, userID, role)
-		if !keep(it, ok, creatorID == userID) {
+		mayDecide, _ := task.MayDecide(task.ApprovalKind(it.Approval.Kind), it.Roles, creatorID, userID, role)
+		list := &decide
+		switch {
+		case mayDecide:
+		case creatorID == userID:
+			list = &waiting
+		default:
+			continue
+		}
+		if len(*list) >= limit {
 			continue
 		}
 		if len(detail) > 0 && string(detail) != "{}" {
 			it.Detail = detail
 		}
 		it.RequestedAt, it.ExpiresAt = it.RequestedAt.UTC(), it.ExpiresAt.UTC()
-		out = append(out, it)
+		*list = append(*list, it)
 	}
-	return out, interpretError(rows.Err())
+	return decide, waiting, interpretError(rows.Err())
 }

@@ -164,10 +164,10 @@ type DayBar struct {
 // DurationRow is the run time of one pipeline's completed tasks (agent
 // tasks: Pipeline ""), time waiting for people left out.
 type DurationRow struct {
-	Pipeline       string
-	Runs           int
-	P50, P95, Mean time.Duration
-	MeanWaited     time.Duration
+	Pipeline   string
+	Runs       int
+	P50, P95   time.Duration
+	MeanWaited time.Duration
 }
 
 // HealthRow is the DORA view of one deploy pipeline.
@@ -229,7 +229,7 @@ type InboxItem struct {
 	// target's current one (From "" when unknown; FromNote says why).
 	Target, TargetTitle    string
 	VersionParam, From, To string
-	FromNote, FromTaskID   string
+	FromNote               string
 	Roles                  []string // who may decide (with the creator for a tool call)
 	Runs                   string   // the step's action
 	Params                 []KV     // the deploy's other params (secrets redacted)
