@@ -8,24 +8,15 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/store"
-	"flightdeck/workflow/task"
 )
 
 func (h *Handler) apiTaskList(c echo.Context) error {
 	q := c.QueryParams()
-	p := store.TaskListParams{
-		TeamIDs: userOf(c).TeamIDs(), State: q.Get("state"), Kind: q.Get("kind"),
-		Pipeline: q.Get("pipeline"), CreatedBy: q.Get("created_by"), Before: q.Get("before"),
-	}
-	if p.State != "" && !task.State(p.State).Valid() {
-		return errInvalid("state", "unknown state %q", p.State)
-	}
-	if p.Kind != "" && p.Kind != string(task.KindDeploy) && p.Kind != string(task.KindAgent) {
-		return errInvalid("kind", "kind must be deploy or agent")
-	}
-	if err := taskFilterExtras(q, &p); err != nil {
+	p, err := taskFilters(q)
+	if err != nil {
 		return err
 	}
+	p.TeamIDs, p.Before = userOf(c).TeamIDs(), q.Get("before")
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 200 {

@@ -8,9 +8,22 @@ import (
 	"flightdeck/workflow/task"
 )
 
-// taskFilterExtras reads the list filters the dashboard links with, shared
-// by the page, its socket and the API: priority, and the finished_after /
-// finished_before window (RFC 3339).
+// taskFilters reads the task list's filters, shared by the page, its
+// socket and the API: state, kind, pipeline, created_by, and those the
+// dashboard links with (priority, the finished_after / finished_before
+// window in RFC 3339).
+func taskFilters(q url.Values) (store.TaskListParams, error) {
+	p := store.TaskListParams{State: q.Get("state"), Kind: q.Get("kind"), Pipeline: q.Get("pipeline"), CreatedBy: q.Get("created_by")}
+	if p.State != "" && !task.State(p.State).Valid() {
+		return p, errInvalid("state", "unknown state %q", p.State)
+	}
+	if p.Kind != "" && p.Kind != string(task.KindDeploy) && p.Kind != string(task.KindAgent) {
+		return p, errInvalid("kind", "kind must be deploy or agent")
+	}
+	return p, taskFilterExtras(q, &p)
+}
+
+// taskFilterExtras reads the filters the dashboard links with.
 func taskFilterExtras(q url.Values, p *store.TaskListParams) error {
 	if s := q.Get("priority"); s != "" {
 		prio, err := task.ParsePriority(s)

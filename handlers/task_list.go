@@ -35,14 +35,8 @@ func (h *Handler) taskListFilters(c echo.Context) (pages.TaskListProps, store.Ta
 	q := c.QueryParams()
 	p := pages.TaskListProps{State: q.Get("state"), Pipeline: q.Get("pipeline"), CreatedBy: q.Get("created_by"),
 		Kind: q.Get("kind"), Priority: q.Get("priority"), FinishedAfter: q.Get("finished_after"), FinishedBefore: q.Get("finished_before")}
-	f := store.TaskListParams{State: p.State, Pipeline: p.Pipeline, CreatedBy: p.CreatedBy, Kind: p.Kind}
-	if p.State != "" && !task.State(p.State).Valid() {
-		return p, f, errInvalid("state", "unknown state %q", p.State)
-	}
-	if p.Kind != "" && p.Kind != string(task.KindDeploy) && p.Kind != string(task.KindAgent) {
-		return p, f, errInvalid("kind", "kind must be deploy or agent")
-	}
-	if err := taskFilterExtras(q, &f); err != nil {
+	f, err := taskFilters(q)
+	if err != nil {
 		return p, f, err
 	}
 	for _, s := range task.States {

@@ -113,6 +113,15 @@ func Use(tp trace.TracerProvider) {
 // Enabled reports whether spans are being made.
 func Enabled() bool { return on.Load() }
 
+// Redacted is err as a span may record it: its text through redact (secrets
+// out), and only when spans are being made.
+func Redacted(err error, redact func(string) string) error {
+	if err == nil || !Enabled() {
+		return err
+	}
+	return errors.New(redact(err.Error()))
+}
+
 // cached is flightdeck's tracer from the installed provider: looking it up
 // by name at every span would take the provider's lock each time.
 var cached atomic.Pointer[trace.Tracer]

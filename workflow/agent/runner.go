@@ -200,10 +200,7 @@ func (rn *run) redact(s string) string {
 // traceErr is err as a span shows it: redacted, since spans leave the
 // server.
 func (rn *run) traceErr(err error) error {
-	if err == nil || !tracing.Enabled() {
-		return err
-	}
-	return errors.New(rn.redact(err.Error()))
+	return tracing.Redacted(err, rn.redact)
 }
 
 // interrupted maps an error that stopped the loop to how the task is left.

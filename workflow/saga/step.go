@@ -195,10 +195,7 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 // traceErr is err as a span shows it: redacted, since spans leave the
 // server.
 func (rn *run) traceErr(err error) error {
-	if err == nil || !tracing.Enabled() {
-		return err
-	}
-	return errors.New(redact(err.Error(), rn.secrets))
+	return tracing.Redacted(err, func(s string) string { return redact(s, rn.secrets) })
 }
 
 // toolData is the data of a tool.executed event, one per step attempt.
