@@ -179,6 +179,18 @@ func TestRollupsMatchTheTasks(t *testing.T) {
 		ids, states, start.Add(241*15*time.Minute))
 	require.NoError(t, err)
 
+	// One statement that touches every ended task again (counted once, when
+	// they ended) and ends one more.
+	last := testfactory.Task(t, st, u, &testfactory.TaskOpts{Pipeline: "canary"})
+	_, err = db.Exec(ctx, `UPDATE tasks SET state = 'running', started_at = $2 WHERE id = $1`, last.ID, start.Add(242*15*time.Minute))
+	require.NoError(t, err)
+	tag, err := db.Exec(ctx, `UPDATE tasks SET state = CASE WHEN id = $2 THEN 'completed' ELSE state END,
+			finished_at = CASE WHEN id = $2 THEN $3 ELSE finished_at END
+		WHERE team_id = $1 AND (state IN ('completed', 'failed', 'cancelled') OR id = $2)`,
+		u.TeamIDs()[0], last.ID, start.Add(242*15*time.Minute+time.Minute))
+	require.NoError(t, err)
+	require.Greater(t, tag.RowsAffected(), int64(200))
+
 	got, err := st.TaskRollupList(ctx, u.TeamIDs(), start.Add(-24*time.Hour), start.Add(-24*time.Hour))
 	require.NoError(t, err)
 	slices.SortFunc(got, compareRollups)
