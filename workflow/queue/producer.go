@@ -114,14 +114,18 @@ func (p *Pool) produce(ctx, bg context.Context) {
 			p.busy.set(active)
 			want = len(res.claimed) == res.limit // more may be waiting
 		case ev := <-p.jobEvents:
+			// A freed slot is no reason to claim by itself: the last claim
+			// came back short, so nothing was left, and anything made
+			// claimable since sends a wake-up (or the poll finds it). After a
+			// full claim want is still set, and the freed slot lets it run.
+			// Claiming at every freed slot kept an empty claim in flight most
+			// of the time at a low rate, which each new task waited behind.
 			switch ev.kind {
 			case handlerReturned:
 				active--
 				p.busy.set(active)
-				want = true
 			case jobReleased:
 				delete(held, ev.j)
-				want = true
 			}
 		case req := <-p.interrupts:
 			for j := range held {
