@@ -8,7 +8,7 @@
 // Who owns what: the producer goroutine (producer.go) owns the pool's state
 // (free slots, held jobs, when to claim, heartbeats); each job runs on a
 // goroutine of its own (job.go) and reports back to the producer by
-// channel; the writers (writer.go) batch every job's writes into one
+// channel; the writer (writer.go) batches every job's writes into one
 // statement; the rescuer (maintain.go) re-queues expired leases on any node.
 package queue
 
@@ -59,7 +59,7 @@ type Pool struct {
 	interrupts chan interruptReq // cancels from other processes
 	jobEvents  chan jobEvent     // jobs report to the producer
 	jobs       chan *Job         // claimed jobs for the runners
-	writes     chan writeReq     // the writers' queue
+	writes     chan writeReq     // the writer's queue
 	stopped    chan struct{}     // closed when the producer returned
 	busy       busyCount
 }
@@ -144,10 +144,8 @@ func (p *Pool) Run(ctx context.Context) error {
 	if err := p.store.WorkerRegister(bg, p.cfg.ID, hostname(), os.Getpid(), p.cfg.Workers); err != nil {
 		p.logger.Warn("Could not register worker", "error", err)
 	}
-	var writers sync.WaitGroup
-	for range writerCount {
-		writers.Go(func() { p.writer(bg) })
-	}
+	var writer sync.WaitGroup
+	writer.Go(func() { p.writer(bg) })
 	var maint sync.WaitGroup
 	maintCtx, stopMaint := context.WithCancel(bg)
 	maint.Go(func() { p.rescuer(maintCtx) })
@@ -170,7 +168,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	close(p.jobs)
 	runners.Wait()
 	close(p.writes)
-	writers.Wait()
+	writer.Wait()
 	stopMaint()
 	maint.Wait()
 	if err := p.store.WorkerDelete(bg, p.cfg.ID); err != nil {

@@ -165,7 +165,7 @@ func (p *Pool) produce(ctx, bg context.Context) {
 // also the backup path for cancels whose NOTIFY was lost.
 func (p *Pool) heartbeat(held map[*Job]bool, res heartbeatResult) {
 	if res.err != nil {
-		// The writers retry within the lease; a job whose writes keep
+		// The writer retries within the lease; a job whose writes keep
 		// failing gives its task up (invariant 10).
 		p.logger.Warn("Heartbeat failed", "error", res.err)
 		return
