@@ -11,7 +11,6 @@ import (
 	"flightdeck/internal/auth"
 	"flightdeck/internal/tracing"
 	"flightdeck/store"
-	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
@@ -69,26 +68,12 @@ func (h *Handler) rerunDeploy(ctx context.Context, src *task.Task, p *store.Task
 	if err := json.Unmarshal(src.Params, &params); err != nil {
 		return errInvalid("params", "task %s has unreadable params", src.ID)
 	}
-	secret, err := h.store.TaskSecretParams(ctx, []string{src.TeamID}, src.ID)
+	err := saga.RepeatSecrets(ctx, h.store, src, pl, params)
+	if errors.Is(err, saga.ErrUnreadableParams) {
+		return errInvalid("params", "task %s has unreadable params", src.ID)
+	}
 	if err != nil {
 		return err
-	}
-	values := map[string]any{}
-	if secret != nil {
-		if err := json.Unmarshal(secret, &values); err != nil {
-			return errInvalid("params", "task %s has unreadable params", src.ID)
-		}
-	}
-	for _, prm := range pl.Params {
-		if !prm.Secret {
-			continue
-		}
-		// A deploy stored before secrets were kept apart has them in params.
-		if v, ok := values[prm.Name]; ok {
-			params[prm.Name] = v
-		} else if params[prm.Name] == pipeline.Redacted {
-			delete(params, prm.Name)
-		}
 	}
 	raw, _ := json.Marshal(params)
 	validated, ferr := pl.Validate(raw)

@@ -394,14 +394,14 @@ func runDeploy(ctx context.Context, e *Env, args map[string]any) (string, error)
 	if err != nil {
 		return "", err
 	}
-	if plan.RollbackTo != "" {
-		if err := e.restoreSecrets(ctx, &plan); err != nil {
-			return "", err
-		}
-	}
 	p, ok := e.Catalog.Get(plan.Pipeline)
 	if !ok {
 		return "", fmt.Errorf("unknown pipeline %q", plan.Pipeline)
+	}
+	if plan.RollbackTo != "" {
+		if err := e.restoreSecrets(ctx, p, &plan); err != nil {
+			return "", err
+		}
 	}
 	params, _ := json.Marshal(plan.Params)
 	sum := sha256.Sum256(append([]byte(plan.Pipeline+"\x00"), params...))

@@ -9,6 +9,7 @@ import (
 
 	"flightdeck/store"
 	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
 
@@ -255,45 +256,17 @@ func hasParam(p *pipeline.Pipeline, name string) bool {
 
 // restoreSecrets puts the secret params of the deploy a rollback repeats
 // back into the plan (they are not shown to the person who confirms it).
-// They are read the way only a worker reads them (TaskSecretParams); a
-// deploy stored before secrets were kept apart still has them in params.
-func (e *Env) restoreSecrets(ctx context.Context, plan *deployPlan) error {
-	p, ok := e.Catalog.Get(plan.Pipeline)
-	if !ok {
-		return fmt.Errorf("unknown pipeline %q", plan.Pipeline)
-	}
-	var secret []string
-	for _, prm := range p.Params {
-		if prm.Secret {
-			secret = append(secret, prm.Name)
-		}
-	}
-	if len(secret) == 0 {
-		return nil
-	}
-	raw, err := e.Store.TaskSecretParams(ctx, e.teams(), plan.RollbackTo)
+func (e *Env) restoreSecrets(ctx context.Context, p *pipeline.Pipeline, plan *deployPlan) error {
+	src, err := e.Store.TaskGet(ctx, e.teams(), plan.RollbackTo)
 	if err != nil {
 		return fmt.Errorf("error reading the deploy to repeat (%s): %w", plan.RollbackTo, err)
 	}
-	legacy := raw == nil
-	if legacy {
-		src, err := e.Store.TaskGet(ctx, e.teams(), plan.RollbackTo)
-		if err != nil {
-			return fmt.Errorf("error reading the deploy to repeat (%s): %w", plan.RollbackTo, err)
-		}
-		raw = src.Params
-	}
-	var values map[string]any
-	if err := json.Unmarshal(raw, &values); err != nil {
+	err = saga.RepeatSecrets(ctx, e.Store, src, p, plan.Params)
+	if errors.Is(err, saga.ErrUnreadableParams) {
 		return fmt.Errorf("the deploy to repeat (%s) has unreadable params", plan.RollbackTo)
 	}
-	for _, name := range secret {
-		v, ok := values[name]
-		if ok && v != nil && !(legacy && v == redacted) {
-			plan.Params[name] = v
-		} else {
-			delete(plan.Params, name)
-		}
+	if err != nil {
+		return fmt.Errorf("error reading the deploy to repeat (%s): %w", plan.RollbackTo, err)
 	}
 	return nil
 }

@@ -6,8 +6,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"flightdeck/internal/auth"
+	"flightdeck/internal/dbtest"
+	"flightdeck/internal/testfactory"
 	"flightdeck/store"
 	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
 
@@ -98,4 +102,59 @@ func TestSecretQuotedByAnActionIsRedacted(t *testing.T) {
 		require.NoError(t, err)
 		require.NotContains(t, string(raw), secret, "event %d (%s)", e.Seq, e.Type)
 	}
+}
+
+// RepeatSecrets, which both a re-run and an agent's rollback call, puts
+// back the values the repeated deploy ran with: from its secret params,
+// else from its public ones unless they are the stand-in; a secret it did
+// not set is left out.
+func TestRepeatSecrets(t *testing.T) {
+	t.Parallel()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "dev@acme.test", "acme", auth.RoleDeployer)
+	p := &pipeline.Pipeline{Name: "with-secrets", Params: []pipeline.Param{{Name: "app", Type: "string"},
+		{Name: "pw", Type: "string", Secret: true}, {Name: "token", Type: "string", Secret: true}}}
+	insert := func(public, secret string) *task.Task {
+		t.Helper()
+		in := store.TaskInsertParams{TeamID: u.Memberships[0].TeamID, CreatedByID: u.ID, Kind: task.KindDeploy,
+			Pipeline: p.Name, Params: json.RawMessage(public), Priority: task.PriorityNormal, MaxAttempts: 5}
+		if secret != "" {
+			in.SecretParams = json.RawMessage(secret)
+		}
+		tk, _, err := st.TaskInsert(t.Context(), in)
+		require.NoError(t, err)
+		return tk
+	}
+	shown := func() map[string]any {
+		return map[string]any{"app": "shop", "pw": pipeline.Redacted, "token": pipeline.Redacted}
+	}
+	for name, c := range map[string]struct {
+		public, secret string
+		want           map[string]any
+	}{
+		"KeptApart":         {`{"app":"shop","pw":"[REDACTED]","token":"[REDACTED]"}`, `{"pw":"pw-1","token":"tok-1"}`, map[string]any{"app": "shop", "pw": "pw-1", "token": "tok-1"}},
+		"StoredBeforeApart": {`{"app":"shop","pw":"pw-old"}`, "", map[string]any{"app": "shop", "pw": "pw-old"}},
+		"StandInOnly":       {`{"app":"shop","pw":"[REDACTED]"}`, "", map[string]any{"app": "shop"}},
+		"NotYetSecret":      {`{"app":"shop","pw":"[REDACTED]","token":"tok-public"}`, `{"pw":"pw-2"}`, map[string]any{"app": "shop", "pw": "pw-2", "token": "tok-public"}},
+		"NoneSet":           {`{"app":"shop"}`, "", map[string]any{"app": "shop"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			params := shown()
+			require.NoError(t, saga.RepeatSecrets(t.Context(), st, insert(c.public, c.secret), p, params))
+			require.Equal(t, c.want, params)
+		})
+	}
+
+	t.Run("UnreadableParams", func(t *testing.T) {
+		src := insert(`{"app":"shop"}`, "") // the store refuses to keep what is not an object
+		src.Params = json.RawMessage(`["app"]`)
+		require.ErrorIs(t, saga.RepeatSecrets(t.Context(), st, src, p, shown()), saga.ErrUnreadableParams)
+	})
+	t.Run("NoReadWithoutSecrets", func(t *testing.T) {
+		params := map[string]any{"app": "shop"}
+		gone := &task.Task{ID: "not-a-task", TeamID: u.Memberships[0].TeamID}
+		require.NoError(t, saga.RepeatSecrets(t.Context(), st, gone, &pipeline.Pipeline{Name: "plain", Params: p.Params[:1]}, params))
+		require.Equal(t, map[string]any{"app": "shop"}, params)
+		require.ErrorIs(t, saga.RepeatSecrets(t.Context(), st, gone, p, params), store.ErrNotFound)
+	})
 }

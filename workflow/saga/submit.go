@@ -1,7 +1,10 @@
 package saga
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"flightdeck/store"
 	"flightdeck/workflow/pipeline"
@@ -38,6 +41,48 @@ func NewDeploy(in *store.TaskInsertParams, p *pipeline.Pipeline, params map[stri
 	}
 	in.ConcurrencyKey, in.ConcurrencyPolicy = key, policy
 	in.TargetKey = p.TargetKey(params)
+	return nil
+}
+
+// ErrUnreadableParams: the deploy to repeat has params that are not a JSON
+// object (RepeatSecrets).
+var ErrUnreadableParams = errors.New("unreadable params")
+
+// RepeatSecrets puts into params, the params of a new deploy of p that
+// repeats src (a re-run, an agent's rollback), the real values src ran
+// with for p's secret parameters, in place of the "[REDACTED]" stand-ins
+// that people saw; one src did not set is left out. The values are read as
+// only a worker reads them (store.TaskSecretParams). A value src keeps in
+// its public params also counts unless it is a stand-in: a deploy stored
+// before secrets were kept apart, or before the parameter became secret,
+// ran with it. No read is made when p has no secret parameter.
+func RepeatSecrets(ctx context.Context, st *store.Store, src *task.Task, p *pipeline.Pipeline, params map[string]any) error {
+	var names []string
+	for _, prm := range p.Params {
+		if prm.Secret {
+			names = append(names, prm.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	raw, err := st.TaskSecretParams(ctx, []string{src.TeamID}, src.ID)
+	if err != nil {
+		return fmt.Errorf("error reading the secret params of task %s: %w", src.ID, err)
+	}
+	var secret, public map[string]any
+	if raw != nil && json.Unmarshal(raw, &secret) != nil || len(src.Params) > 0 && json.Unmarshal(src.Params, &public) != nil {
+		return fmt.Errorf("task %s: %w", src.ID, ErrUnreadableParams)
+	}
+	for _, name := range names {
+		if v := secret[name]; v != nil {
+			params[name] = v
+		} else if v := public[name]; v != nil && v != pipeline.Redacted {
+			params[name] = v
+		} else {
+			delete(params, name)
+		}
+	}
 	return nil
 }
 
