@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -18,6 +19,9 @@ func (h *Handler) taskList(c echo.Context) error {
 		return err
 	}
 	f.TeamIDs, f.Before = u.TeamIDs(), c.QueryParam("before")
+	// Taken before the read: a task submitted meanwhile is announced (once
+	// too often at worst) rather than missed.
+	p.LoadedAt = time.Now()
 	tasks, next, err := h.store.TaskList(c.Request().Context(), f)
 	if errors.Is(err, store.ErrBadCursor) {
 		return errBadRequest("invalid page cursor")

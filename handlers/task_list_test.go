@@ -35,13 +35,13 @@ func TestTaskListFiltersAndLiveRows(t *testing.T) {
 	}
 	doc := page("")
 	require.Equal(t, 2, doc.Find(`[data-testid="task-row"]`).Length())
-	require.Equal(t, "/tasks/ws?rows="+demo+","+noop, doc.Find(`[ws-connect]`).AttrOr("ws-connect", ""), "the rows shown, newest first")
+	require.Regexp(t, `^/tasks/ws\?since=[^&]+&rows=`+demo+","+noop+"$", doc.Find(`[ws-connect]`).AttrOr("ws-connect", ""), "the rows shown, newest first")
 
 	doc = page("?state=cancelled")
 	require.Equal(t, 1, doc.Find(`[data-testid="task-row"]`).Length())
 	require.Equal(t, "task-row-"+demo, doc.Find(`[data-testid="task-row"]`).AttrOr("id", ""))
 	require.Equal(t, "cancelled", doc.Find(`[data-testid="filter-state"] option[selected]`).AttrOr("value", ""))
-	require.Equal(t, "/tasks/ws?state=cancelled&rows="+demo, doc.Find(`[ws-connect]`).AttrOr("ws-connect", ""))
+	require.Regexp(t, `^/tasks/ws\?state=cancelled&since=[^&]+&rows=`+demo+"$", doc.Find(`[ws-connect]`).AttrOr("ws-connect", ""))
 
 	doc = page("?pipeline=noop&created_by=alice%40acme.test")
 	require.Equal(t, "task-row-"+noop, doc.Find(`[data-testid="task-row"]`).AttrOr("id", ""))
@@ -182,6 +182,51 @@ func TestTaskListSocketCatchesUp(t *testing.T) {
 	require.Equal(t, 1, rows.Find("#task-row-"+same).Length())
 	require.Equal(t, 0, rows.Find("#task-row-"+rival).Length())
 	_, res, err := dial("/tasks/ws?rows=" + strings.Repeat(same+",", 200) + same)
+	require.Error(t, err)
+	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
+}
+
+// TestTaskListNoticeCatchesUp: the list's notice of new tasks counts from
+// when the page loaded, not from when its socket (re)connected, so tasks
+// submitted while no socket listened are announced on the reconnect.
+func TestTaskListNoticeCatchesUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.browser(t)
+	b.login(t, c, "alice@acme.test", testPassword)
+	submit := func(pipeline string) string {
+		r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"`+pipeline+`"}`, nil)
+		require.Equal(t, http.StatusAccepted, r.status, r.raw)
+		return r.body["id"].(string)
+	}
+	shown := submit("noop")
+	_, body := b.get(t, c, "/tasks?pipeline=noop", nil)
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+	require.NoError(t, err)
+	socket := doc.Find(`[ws-connect]`).AttrOr("ws-connect", "")
+	require.Contains(t, socket, "since=")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	dial := func(path string) (*websocket.Conn, *http.Response, error) {
+		return websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.srv.URL, "http")+path,
+			&websocket.DialOptions{HTTPClient: c, HTTPHeader: http.Header{"Origin": {b.srv.URL}}})
+	}
+	// While no socket listens (before the first connect, or between a drop
+	// and the reconnect: the same to the server), a task is submitted.
+	submit("noop")
+	ws, _, err := dial(socket)
+	require.NoError(t, err)
+	defer ws.CloseNow()
+	for sawRow, sawNotice := false, false; !sawRow || !sawNotice; {
+		_, f, err := ws.Read(ctx)
+		require.NoError(t, err, "the reconnect announces the task submitted while the socket was down")
+		sawRow = sawRow || strings.Contains(string(f), `id="task-row-`+shown+`"`)
+		sawNotice = sawNotice || strings.Contains(string(f), `data-testid="new-tasks"`)
+	}
+
+	// A load time that is not one is refused before the upgrade.
+	_, res, err := dial("/tasks/ws?since=yesterday&rows=" + shown)
 	require.Error(t, err)
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
 }

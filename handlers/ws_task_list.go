@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -22,9 +23,10 @@ const maxListRows = 200
 // task re-sends its row (swapped by id, so rows not on the page are
 // ignored by the browser), and a task submitted since the page loaded that
 // passes the filters shows a notice instead of reshuffling the page. The
-// page names its rows (rows=id,…): each time the socket (re)connects they
-// are sent as they are now, so what changed while no socket listened (a
-// dropped connection, a server restart) catches up.
+// page names its rows (rows=id,…) and when it loaded (since=RFC 3339):
+// each time the socket (re)connects the rows are sent as they are now, and
+// the notice shown if a task came after since, so what happened while no
+// socket listened (a dropped connection, a server restart) catches up.
 func (h *Handler) wsTaskList(c echo.Context) error {
 	p, f, err := h.taskListFilters(c)
 	if err != nil {
@@ -38,6 +40,10 @@ func (h *Handler) wsTaskList(c echo.Context) error {
 	if len(visible) > maxListRows {
 		return errInvalid("rows", "at most %d rows", maxListRows)
 	}
+	since, err := listSince(c.QueryParam("since"))
+	if err != nil {
+		return err
+	}
 	conn, err := h.acceptWS(c)
 	if err != nil || conn == nil {
 		return err
@@ -45,38 +51,62 @@ func (h *Handler) wsTaskList(c echo.Context) error {
 	defer conn.close(websocket.StatusNormalClosure, "")
 	go conn.drain()
 	rows := newListRows(visible)
-	since, noticed := time.Now(), false
 	teams := userOf(c).TeamIDs()
-	// deliver runs on the team feed's loop, one change at a time, so
-	// noticed needs no lock.
-	stop := h.teamFeed.subscribe(teams, func(ch *taskChange) bool {
-		t := ch.task
-		if !t.CreatedAt.After(since) || !matches(f, t) {
-			return rows.send(conn, ch)
-		}
-		if noticed {
+	// The notice goes out once, from the feed's loop or the catch-up below,
+	// whichever sees a new task first.
+	var noticed atomic.Bool
+	notice := func() bool {
+		if !noticed.CompareAndSwap(false, true) {
 			return true
 		}
-		noticed = true
 		var buf bytes.Buffer
 		_ = pages.TaskListNotice(p).Render(context.Background(), &buf)
 		return conn.send(buf.Bytes())
+	}
+	stop := h.teamFeed.subscribe(teams, func(ch *taskChange) bool {
+		if t := ch.task; t.CreatedAt.After(since) && matches(f, t) {
+			return notice()
+		}
+		return rows.send(conn, ch)
 	}, nil)
 	defer stop()
 	// Loaded after subscribing, so no change falls between the two; the
 	// rows' seqs keep a live change sent meanwhile from being undone.
 	tasks, err := h.store.TaskGetMany(conn.ctx, teams, visible)
-	if err != nil {
-		// 1011: the browser reconnects (with backoff) and tries again.
-		requestLogger(c, h.logger).Warn("Task list socket could not load its rows", "error", err)
-		conn.close(websocket.StatusInternalError, "could not load the rows; reconnect")
+	if err == nil && len(tasks) > 0 && !rows.send(conn, h.catchUp(tasks)...) {
 		return nil
 	}
-	if len(tasks) > 0 && !rows.send(conn, h.catchUp(tasks)...) {
+	// The newest task that passes the filters: one newer than the page was
+	// submitted while no socket listened.
+	var newest []*task.Task
+	if err == nil {
+		f.TeamIDs, f.Limit = teams, 1
+		newest, _, err = h.store.TaskList(conn.ctx, f)
+	}
+	if err != nil {
+		// 1011: the browser reconnects (with backoff) and tries again.
+		requestLogger(c, h.logger).Warn("Task list socket could not catch up", "error", err)
+		conn.close(websocket.StatusInternalError, "could not catch up; reconnect")
+		return nil
+	}
+	if len(newest) > 0 && newest[0].CreatedAt.After(since) && !notice() {
 		return nil
 	}
 	<-conn.ctx.Done()
 	return nil
+}
+
+// listSince reads the page's load time; a page that does not say counts
+// from now.
+func listSince(q string) (time.Time, error) {
+	if q == "" {
+		return time.Now(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, q)
+	if err != nil {
+		return t, errInvalid("since", "not an RFC 3339 time")
+	}
+	return t, nil
 }
 
 // catchUp wraps loaded tasks as changes, to render their rows as the feed

@@ -66,10 +66,23 @@ test('the task list catches up after its socket drops', async ({ browser }) => {
   await dev.getByTestId('cancel-confirm').click();
   await expect(dev.locator('#task-state [data-testid="state-badge"]')).toHaveAttribute('data-state', 'cancelled');
   await expect(row).toHaveAttribute('data-state', 'awaiting_approval'); // no socket: still as it was
+  // A task submitted through the API while the socket is down is
+  // announced when it reconnects: the notice counts from the page's load.
+  const status = await dev.evaluate(async () => {
+    const csrf = document.querySelector<HTMLMetaElement>('meta[name="csrf-token"]')!.content;
+    const res = await fetch('/api/v1/tasks', {
+      method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf },
+      body: JSON.stringify({ kind: 'deploy', pipeline: 'approval-demo' }),
+    });
+    return res.status;
+  });
+  expect(status).toBe(202);
+  await expect(admin.getByTestId('new-tasks')).toHaveCount(0);
 
   release();
   await expect(row).toHaveAttribute('data-state', 'cancelled');
   await expect(row.getByTestId('state-badge')).toHaveText('cancelled');
+  await expect(admin.getByTestId('new-tasks')).toBeVisible();
   await admin.screenshot({ path: '/tmp/edges-list-caught-up.png', fullPage: true });
 });
 

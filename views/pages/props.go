@@ -45,6 +45,9 @@ type TaskListProps struct {
 	// Filters the dashboard links with (no form field: shown as a note).
 	Kind, Priority, FinishedAfter, FinishedBefore string
 	States, Pipelines                             []string // the choices of the filter form
+	// LoadedAt is when the page read its tasks: its socket announces the
+	// tasks submitted after it, whenever it (re)connects.
+	LoadedAt time.Time
 }
 
 // Filtered reports whether any filter is set.
@@ -70,12 +73,19 @@ func (p TaskListProps) Query(before string) string {
 	return v.Encode()
 }
 
-// SocketURL is the address of the list's socket: the filters (for the
-// notice of new tasks) and the rows the page shows, whose current state
-// the socket sends each time it (re)connects, so rows that changed while
-// it was down catch up. Ids are UUIDs: nothing in them needs escaping.
+// SocketURL is the address of the list's socket: the filters and the
+// page's load time (for the notice of new tasks) and the rows the page
+// shows, whose current state the socket sends each time it (re)connects,
+// so rows that changed and tasks submitted while it was down catch up.
+// Ids are UUIDs: nothing in them needs escaping.
 func (p TaskListProps) SocketURL() string {
 	q := p.Query("")
+	if !p.LoadedAt.IsZero() {
+		if q != "" {
+			q += "&"
+		}
+		q += "since=" + url.QueryEscape(p.LoadedAt.UTC().Format(time.RFC3339Nano))
+	}
 	if len(p.Tasks) > 0 {
 		ids := make([]string, len(p.Tasks))
 		for i, t := range p.Tasks {
