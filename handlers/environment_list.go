@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -78,41 +79,33 @@ func envDeploy(pl *pipeline.Pipeline, targetKey string, d *store.Deployed, now t
 			rest[k] = v
 		}
 	}
-	out.Version = strings.Join(pairsOf(nil, rest), " ")
+	out.Version = strings.Join(pairsOf(rest), " ")
 	if out.Version == "" {
 		out.Version = "(same parameters)"
 	}
 	return out
 }
 
-// targetPairs reads a target key as "app=shop", "env=staging", in the
-// pipeline's parameter order when it still exists.
+// targetPairs is a target key as the page shows it, "app=shop",
+// "env=staging": what targetChips shows of it, the rule of the task list,
+// the inbox and the run page. A pipeline removed since has no rule left:
+// all of the key, sorted.
 func targetPairs(pl *pipeline.Pipeline, targetKey string) []string {
 	var target map[string]any
 	if json.Unmarshal([]byte(targetKey), &target) != nil {
 		return []string{targetKey}
 	}
-	var order []string
-	if pl != nil {
-		order = pl.TargetParams()
+	if pl == nil {
+		return pairsOf(target)
 	}
-	return pairsOf(order, target)
+	return namedChips(targetChips(pl, target))
 }
 
-// pairsOf writes m as "k=v" pairs: the names in order first, then the rest sorted.
-func pairsOf(order []string, m map[string]any) []string {
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !slices.Contains(order, k) && !yield(k) {
-				return
-			}
-		}
-	})
+// pairsOf writes m as "k=v" pairs, sorted.
+func pairsOf(m map[string]any) []string {
 	var out []string
-	for _, k := range append(slices.Clone(order), keys...) {
-		if v, ok := m[k]; ok {
-			out = append(out, fmt.Sprintf("%s=%v", k, v))
-		}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, fmt.Sprintf("%s=%v", k, m[k]))
 	}
 	return out
 }

@@ -57,14 +57,15 @@ func deployTarget(p *pipeline.Pipeline, raw json.RawMessage) (target, title, ver
 	if json.Unmarshal(raw, &params) != nil {
 		return "", "", ""
 	}
-	var vals, named []string
-	for _, c := range targetChips(p, params) {
-		vals, named = append(vals, c.Value), append(named, c.Name+"="+c.Value)
+	chips := targetChips(p, params)
+	var vals []string
+	for _, c := range chips {
+		vals = append(vals, c.Value)
 	}
 	if vp := p.VersionParam(); vp != "" && params[vp] != nil {
 		version = toString(params[vp])
 	}
-	return strings.Join(vals, " · "), strings.Join(named, ", "), version
+	return strings.Join(vals, " · "), strings.Join(namedChips(chips), ", "), version
 }
 
 // targetChips is what a deploy goes to, the one rule of the task list, the
@@ -82,6 +83,16 @@ func targetChips(p *pipeline.Pipeline, params map[string]any) []pages.Param {
 			continue
 		}
 		out = append(out, pages.Param{Name: prm.Name, Value: toString(v)})
+	}
+	return out
+}
+
+// namedChips writes chips as "name=value", as a title or the environments
+// page shows them.
+func namedChips(chips []pages.Param) []string {
+	out := make([]string, len(chips))
+	for i, c := range chips {
+		out[i] = c.Name + "=" + c.Value
 	}
 	return out
 }
