@@ -34,6 +34,20 @@ func (e *OpenError) Error() string {
 
 func (e *OpenError) Unwrap() error { return ErrOpen }
 
+// RetryWait is how long a caller waits before retrying a call that failed
+// with err, backoff being its usual wait. When a breaker refused the call
+// (an *OpenError in err's chain) the retry waits for it to half-open, if
+// that is later: sooner would only spend a retry on a call that cannot go
+// out. While a probe is out, Until is past and the backoff stands. The
+// saga's step retries and the LLM client's retries both wait by it.
+func RetryWait(backoff time.Duration, err error, now time.Time) time.Duration {
+	var open *OpenError
+	if errors.As(err, &open) {
+		return max(backoff, open.Until.Sub(now))
+	}
+	return backoff
+}
+
 // Config tunes a Breaker. Zero values take the defaults.
 type Config struct {
 	Failures  int           // consecutive failed calls that open it, default 5

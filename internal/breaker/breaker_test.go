@@ -1,6 +1,8 @@
 package breaker
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -134,4 +136,19 @@ func TestBreaker(t *testing.T) {
 		require.Equal(t, OpenForDefault, b.cfg.OpenFor)
 		require.Equal(t, SuccessesDefault, b.cfg.Successes)
 	})
+}
+
+// TestRetryWait: the one rule the saga's step retries and the LLM client's
+// retries wait by.
+func TestRetryWait(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	refused := func(until time.Duration) error {
+		return fmt.Errorf("call: %w", &OpenError{Until: now.Add(until)})
+	}
+	require.Equal(t, 2*time.Second, RetryWait(2*time.Second, nil, now), "no failure: the backoff")
+	require.Equal(t, 2*time.Second, RetryWait(2*time.Second, errors.New("boom"), now), "another failure: the backoff")
+	require.Equal(t, time.Minute, RetryWait(2*time.Second, refused(time.Minute), now), "open: until it half-opens")
+	require.Equal(t, 2*time.Second, RetryWait(2*time.Second, refused(time.Second), now), "half-opens sooner: the backoff")
+	require.Equal(t, 2*time.Second, RetryWait(2*time.Second, refused(-time.Second), now), "a probe is out: the backoff")
 }

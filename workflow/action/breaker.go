@@ -23,7 +23,11 @@ func (e *CircuitOpenError) Error() string {
 	return fmt.Sprintf("circuit_open: %s failed repeatedly; next probe after %s", e.Host, e.Until.UTC().Format(time.RFC3339))
 }
 
-func (e *CircuitOpenError) Unwrap() error { return ErrCircuitOpen }
+// Unwrap gives ErrCircuitOpen and the breaker's refusal, which says when
+// a retry may go out (breaker.RetryWait).
+func (e *CircuitOpenError) Unwrap() []error {
+	return []error{ErrCircuitOpen, &breaker.OpenError{Until: e.Until}}
+}
 
 // Breakers keeps one circuit breaker per host; zero config values are the
 // contract's defaults (open after 5 consecutive failures, half-open after

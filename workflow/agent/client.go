@@ -155,9 +155,9 @@ func (e *callError) Unwrap() error { return e.err }
 func (c *retryingClient) Chat(ctx context.Context, req ChatRequest, onRetry func(attempt int, err error, wait time.Duration)) (ChatReply, error) {
 	var last error
 	for attempt := 1; attempt <= c.cfg.Attempts; attempt++ {
-		call, err := c.breaker.Allow()
-		var open *breaker.OpenError
-		if errors.As(err, &open) {
+		call, refused := c.breaker.Allow()
+		var err error
+		if refused != nil {
 			err = ErrCircuitOpen
 		} else {
 			var reply ChatReply
@@ -184,10 +184,7 @@ func (c *retryingClient) Chat(ctx context.Context, req ChatRequest, onRetry func
 		if !retryable(err) || attempt == c.cfg.Attempts {
 			return ChatReply{}, &callError{attempts: attempt, err: err}
 		}
-		wait := backoff.Exponential(c.cfg.BackoffBase, c.cfg.BackoffMax, attempt)
-		if open != nil {
-			wait = max(wait, open.Until.Sub(c.cfg.now()))
-		}
+		wait := breaker.RetryWait(backoff.Exponential(c.cfg.BackoffBase, c.cfg.BackoffMax, attempt), refused, c.cfg.now())
 		if onRetry != nil {
 			onRetry(attempt, err, wait)
 		}

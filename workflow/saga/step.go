@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"flightdeck/internal/backoff"
+	"flightdeck/internal/breaker"
 	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
@@ -99,16 +100,10 @@ func retryData(err error, wait time.Duration, attempt, maxAttempts int) map[stri
 }
 
 // retryWait is the backoff before retry n of a step or compensation that
-// failed with err. While the http action's breaker for the host is open,
-// the retry waits for it to half-open (contract §6): sooner would only
-// spend a retry on a call that cannot go out.
+// failed with err; while the http action's breaker for the host is open,
+// until it half-opens (contract §6, breaker.RetryWait).
 func (r *Runner) retryWait(n int, err error) time.Duration {
-	wait := backoff.Exponential(r.cfg.RetryBase, r.cfg.RetryMax, n)
-	var open *action.CircuitOpenError
-	if errors.As(err, &open) {
-		wait = max(wait, time.Until(open.Until))
-	}
-	return wait
+	return breaker.RetryWait(backoff.Exponential(r.cfg.RetryBase, r.cfg.RetryMax, n), err, time.Now())
 }
 
 // execute runs one attempt of an action (forward or compensation): renders
