@@ -177,6 +177,15 @@ func TestEnvironments(t *testing.T) {
 		require.NoError(t, err)
 		shop := doc.Find(`[data-testid="environment"][data-target="app=shop env=staging"]`)
 		require.Equal(t, 1, shop.Length())
+		// Deploy times are shown as on the task list (pages.Ago): relative,
+		// exact on hover, kept current by app.js.
+		times := shop.Find("time")
+		require.Greater(t, times.Length(), 2, "current, previous and history")
+		require.Equal(t, times.Length(), shop.Find("time[data-ago]").Length())
+		at, err := time.Parse(time.RFC3339, times.First().AttrOr("datetime", ""))
+		require.NoError(t, err)
+		require.Equal(t, at.UTC().Format("2006-01-02 15:04:05 UTC"), times.First().AttrOr("title", ""))
+		require.Equal(t, "just now", times.First().Text())
 		cart := doc.Find(`[data-testid="environment"][data-target="app=cart env=staging"]`)
 		require.Contains(t, cart.Find(`[data-testid="env-running"]`).AttrOr("href", ""), "/tasks/")
 		require.Equal(t, 1, cart.Find(`[data-testid="env-waiting"]`).Length())

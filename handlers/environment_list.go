@@ -65,7 +65,7 @@ func envDeploy(pl *pipeline.Pipeline, targetKey string, d *store.Deployed, now t
 	if d == nil {
 		return nil
 	}
-	out := &pages.EnvDeploy{TaskID: d.TaskID, By: d.CreatedBy, FinishedAt: d.FinishedAt, Ago: now.Sub(d.FinishedAt)}
+	out := &pages.EnvDeploy{TaskID: d.TaskID, By: d.CreatedBy, FinishedAt: d.FinishedAt, Ago: ago(now.Sub(d.FinishedAt))}
 	var params, target map[string]any
 	_ = json.Unmarshal(d.Params, &params)
 	_ = json.Unmarshal([]byte(targetKey), &target)

@@ -70,7 +70,7 @@ func (c chart) segments(b column) []chartSegment {
 		h := c.height(s.n)
 		y -= h
 		out = append(out, chartSegment{Class: s.class, Word: s.word, Count: s.n, Y: y, H: h,
-			Href: tasksURL("state", s.state, "finished_after", isoTime(b.From), "finished_before", isoTime(b.To))})
+			Href: tasksURL("state", s.state, "finished_after", rfc3339(b.From), "finished_before", rfc3339(b.To))})
 	}
 	return out
 }

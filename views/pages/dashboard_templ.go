@@ -123,7 +123,7 @@ func DashboardLive(p DashboardProps) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var3 templ.SafeURL
-		templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinURLErrs(tasksURL("finished_after", isoTime(p.HourStart)))
+		templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinURLErrs(tasksURL("finished_after", rfc3339(p.HourStart)))
 		if templ_7745c5c3_Err != nil {
 			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/dashboard.templ`, Line: 40, Col: 62}
 		}
@@ -149,7 +149,7 @@ func DashboardLive(p DashboardProps) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var5 templ.SafeURL
-		templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinURLErrs(tasksURL("state", "completed", "finished_after", isoTime(p.HourStart)))
+		templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinURLErrs(tasksURL("state", "completed", "finished_after", rfc3339(p.HourStart)))
 		if templ_7745c5c3_Err != nil {
 			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/dashboard.templ`, Line: 42, Col: 84}
 		}
@@ -175,7 +175,7 @@ func DashboardLive(p DashboardProps) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var7 templ.SafeURL
-		templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinURLErrs(tasksURL("state", "cancelled", "finished_after", isoTime(p.HourStart)))
+		templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinURLErrs(tasksURL("state", "cancelled", "finished_after", rfc3339(p.HourStart)))
 		if templ_7745c5c3_Err != nil {
 			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/dashboard.templ`, Line: 44, Col: 84}
 		}
@@ -292,7 +292,7 @@ func DashboardLive(p DashboardProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var13 templ.SafeURL
-				templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(d.Pipeline, "state", "completed", "finished_after", isoTime(p.RunTimeSince)))
+				templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(d.Pipeline, "state", "completed", "finished_after", rfc3339(p.RunTimeSince)))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/dashboard.templ`, Line: 67, Col: 112}
 				}
@@ -318,7 +318,7 @@ func DashboardLive(p DashboardProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var15 templ.SafeURL
-				templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(d.Pipeline, "state", "completed", "finished_after", isoTime(p.RunTimeSince)))
+				templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(d.Pipeline, "state", "completed", "finished_after", rfc3339(p.RunTimeSince)))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/dashboard.templ`, Line: 68, Col: 112}
 				}
@@ -344,7 +344,7 @@ func DashboardLive(p DashboardProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var17 templ.SafeURL
-				templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(d.Pipeline, "state", "completed", "finished_after", isoTime(p.RunTimeSince)))
+				templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(d.Pipeline, "state", "completed", "finished_after", rfc3339(p.RunTimeSince)))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/dashboard.templ`, Line: 69, Col: 112}
 				}
@@ -447,7 +447,7 @@ func DashboardLive(p DashboardProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var23 templ.SafeURL
-				templ_7745c5c3_Var23, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(hr.Pipeline, "finished_after", isoTime(p.HealthSince)))
+				templ_7745c5c3_Var23, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(hr.Pipeline, "finished_after", rfc3339(p.HealthSince)))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/dashboard.templ`, Line: 90, Col: 90}
 				}
@@ -486,7 +486,7 @@ func DashboardLive(p DashboardProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var26 templ.SafeURL
-				templ_7745c5c3_Var26, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(hr.Pipeline, "state", "failed", "finished_after", isoTime(p.HealthSince)))
+				templ_7745c5c3_Var26, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(hr.Pipeline, "state", "failed", "finished_after", rfc3339(p.HealthSince)))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/dashboard.templ`, Line: 93, Col: 106}
 				}
@@ -535,7 +535,7 @@ func DashboardLive(p DashboardProps) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var29 templ.SafeURL
-					templ_7745c5c3_Var29, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(hr.Pipeline, "state", "failed", "finished_after", isoTime(p.HealthSince)))
+					templ_7745c5c3_Var29, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(hr.Pipeline, "state", "failed", "finished_after", rfc3339(p.HealthSince)))
 					if templ_7745c5c3_Err != nil {
 						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/dashboard.templ`, Line: 99, Col: 107}
 					}
@@ -579,7 +579,7 @@ func DashboardLive(p DashboardProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var32 templ.SafeURL
-				templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(hr.Pipeline, "state", "cancelled", "finished_after", isoTime(p.HealthSince)))
+				templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinURLErrs(pipelineURL(hr.Pipeline, "state", "cancelled", "finished_after", rfc3339(p.HealthSince)))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/dashboard.templ`, Line: 102, Col: 112}
 				}

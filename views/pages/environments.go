@@ -8,8 +8,8 @@ type EnvDeploy struct {
 	Version    string // the version param's value, or the non-target params
 	By         string
 	FinishedAt time.Time
-	Ago        time.Duration // since FinishedAt, when the page was made
-	Current    bool          // what the target runs now (no Redeploy)
+	Ago        string // FinishedAt relative to the render ("5 min ago")
+	Current    bool   // what the target runs now (no Redeploy)
 }
 
 // EnvTarget is one target of a pipeline: what runs there and what is on the way.
