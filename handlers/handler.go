@@ -49,6 +49,7 @@ type Handler struct {
 	hub       *event.Hub
 	teamFeed  *teamFeed
 	dashFeed  *dashboardFeed
+	runModels *runModels // run pages' models, for their sockets to resume from
 
 	webhookGuard *webhook.Guard
 	crossOrigin  *http.CrossOriginProtection
@@ -84,6 +85,7 @@ func newHandler(d Deps) *Handler {
 		store:     d.Store,
 		logger:    logger,
 		metrics:   newHTTPMetrics(reg),
+		runModels: newRunModels(),
 		reg:       reg,
 		apiRate:   ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
 		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),

@@ -13,9 +13,13 @@ import (
 )
 
 func (h *Handler) taskShow(c echo.Context) error {
-	p, err := h.loadTaskShow(c.Request().Context(), userOf(c), c.Param("id"), newRunModel())
+	m := newRunModel()
+	p, err := h.loadTaskShow(c.Request().Context(), userOf(c), c.Param("id"), m)
 	if err != nil {
 		return err
+	}
+	if m.seq == p.Seq {
+		h.runModels.keep(p.Task.ID, m, -1) // for the page's socket (after_seq=p.Seq)
 	}
 	p.CSRFToken = csrfToken(c)
 	title := p.Task.Pipeline
@@ -57,6 +61,7 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 		if err != nil {
 			return p, err
 		}
+		h.metrics.runEvents.Add(float64(len(events)))
 		if len(events) == 0 {
 			break
 		}

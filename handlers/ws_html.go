@@ -30,7 +30,9 @@ type htmxMessage struct {
 // wsTaskHTML is the task page's htmx socket: it pushes the page's sections
 // (swapped by id) whenever the task's events move, and takes the page's
 // buttons. Each push re-renders from the database, so a reconnect simply
-// catches up. Everything that uses c runs on this goroutine: echo reuses c
+// catches up. The page says the seq it shows (after_seq, the contract's
+// name for a resume): the socket resumes from the model the page (or the
+// socket before it) folded up to there, and reads only the events after. Everything that uses c runs on this goroutine: echo reuses c
 // for another request once the handler returns, so the reader goroutine
 // only hands frames over, and is joined before returning.
 func (h *Handler) wsTaskHTML(c echo.Context) error {
@@ -75,12 +77,22 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 	lastSeq := -1
 	token := csrfToken(c)
 	push := newTaskPush(c)
+	if m := h.runModels.resume(id, push.seq); push.seq >= 0 && m != nil {
+		push.model = m
+	}
+	kept := -1
 	for {
 		p, err := h.loadTaskShow(conn.ctx, u, id, push.model)
 		p.CSRFToken = token
 		if err == nil && p.Seq != lastSeq {
 			lastSeq = p.Seq
-			if f := push.frame(p); len(f) > 0 && !conn.send(f) {
+			f := push.frame(p)
+			if len(f) > 0 && push.model.seq == push.seq && push.seq != kept {
+				// Kept before the page hears of it: its reconnect resumes here.
+				h.runModels.keep(id, push.model.clone(), kept)
+				kept = push.seq
+			}
+			if len(f) > 0 && !conn.send(f) {
 				return nil
 			}
 		}

@@ -6,13 +6,18 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
+
+	"flightdeck/workflow/task"
 )
 
 // TestTaskPageSocketReaderEndsWithTheHandler: echo reuses a request's
@@ -97,4 +102,74 @@ func socketGoroutines() string {
 		}
 	}
 	return strings.Join(out, "\n\n")
+}
+
+// TestTaskPageSocketResumes: the run page's socket resumes from the seq the
+// page shows (after_seq): its first frames carry only the events after it,
+// and it reads only those from the database, not the task's history again;
+// a reconnect that says a later seq resumes there, gap-free. Not parallel:
+// TestTaskPageSocketReaderEndsWithTheHandler counts every run page socket
+// of the process.
+func TestTaskPageSocketResumes(t *testing.T) {
+	b := setup(t)
+	c := b.browser(t)
+	b.login(t, c, "alice@acme.test", testPassword)
+	id := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil).body["id"].(string)
+	claimed, err := b.store.TaskClaim(t.Context(), "w1", 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	logs := func(lines ...string) {
+		evs := []task.Event{{Type: task.EventStepStarted, Status: task.StatusToolCall, Step: 1, TotalStep: 1, StepName: "noop"}}
+		for _, l := range lines {
+			evs = append(evs, task.Event{Type: task.EventStepLog, Status: task.StatusLog, Step: 1, TotalStep: 1, StepName: "noop", Message: l})
+		}
+		require.NoError(t, b.store.EventAppend(t.Context(), id, claimed[0].Task.LeaseToken, evs))
+	}
+	logs("early one", "early two")
+
+	res, body := b.get(t, c, "/tasks/"+id, nil)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+	require.NoError(t, err)
+	require.Contains(t, doc.Find("#step-1-log").Text(), "early two")
+	seq, err := strconv.Atoi(doc.Find("#run-seq").AttrOr("data-seq", ""))
+	require.NoError(t, err)
+	sigs := "&steps=" + url.QueryEscape(doc.Find("#task-steps").AttrOr("data-sig", "")) +
+		"&undo=" + url.QueryEscape(doc.Find("#task-compensation").AttrOr("data-sig", ""))
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	const read = "flightdeck_run_page_events_read_total"
+	// connect reads frames until the page is told it is at seq want, and
+	// returns them; the socket must have read only the events after from.
+	connect := func(from, want int) string {
+		before := b.metric(t, read)
+		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.srv.URL, "http")+"/tasks/"+id+"/ws?after_seq="+strconv.Itoa(from)+sigs,
+			&websocket.DialOptions{HTTPClient: c, HTTPHeader: http.Header{"Origin": {b.srv.URL}}})
+		require.NoError(t, err)
+		defer ws.CloseNow()
+		ws.SetReadLimit(4 << 20)
+		var frames strings.Builder
+		for !strings.Contains(frames.String(), `data-seq="`+strconv.Itoa(want)+`"`) {
+			_, f, err := ws.Read(ctx)
+			require.NoError(t, err)
+			frames.Write(f)
+		}
+		require.Equal(t, float64(want-from), b.metric(t, read)-before, "read only the events after %d", from)
+		return frames.String()
+	}
+
+	logs("late one") // after the page loaded: seq+1 and seq+2
+	f := connect(seq, seq+2)
+	require.Contains(t, f, "late one")
+	require.NotContains(t, f, "early", "the page has those")
+	require.NotContains(t, f, `id="task-steps"`, "the list is not replaced")
+
+	// The socket drops; more happens; the page reconnects from what it got.
+	logs("later one", "later two")
+	f = connect(seq+2, seq+5)
+	require.Contains(t, f, "later one")
+	require.Contains(t, f, "later two")
+	require.NotContains(t, f, "late one", "not repeated")
+	require.NotContains(t, f, "early")
 }

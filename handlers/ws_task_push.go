@@ -30,7 +30,7 @@ type taskPush struct {
 // these steps and compensation lists, as the page's script asks on
 // connecting); a client that says nothing gets every section whole.
 func newTaskPush(c echo.Context) *taskPush {
-	return newTaskPushAfter(c.QueryParam("after"), c.QueryParam("steps"), c.QueryParam("undo"))
+	return newTaskPushAfter(c.QueryParam("after_seq"), c.QueryParam("steps"), c.QueryParam("undo"))
 }
 
 func newTaskPushAfter(after, steps, undo string) *taskPush {

@@ -71,7 +71,7 @@ setInterval(function () {
     var seq = document.getElementById("run-seq");
     if (seq && /\/tasks\/[^\/?]+\/ws$/.test(url)) {
       var sig = function (id) { var el = document.getElementById(id); return el ? el.dataset.sig || "" : ""; };
-      url += "?after=" + encodeURIComponent(seq.dataset.seq) + "&steps=" + encodeURIComponent(sig("task-steps")) +
+      url += "?after_seq=" + encodeURIComponent(seq.dataset.seq) + "&steps=" + encodeURIComponent(sig("task-steps")) +
         "&undo=" + encodeURIComponent(sig("task-compensation"));
     }
     return plain(url);
