@@ -99,11 +99,17 @@ func (p *Pipeline) ConcurrencyPolicy() string {
 	return p.Concurrency.Policy
 }
 
-// validTarget checks the declared target names params of p.
+// validTarget checks the declared target names params of p, none of them
+// secret: a target is stored in the clear (tasks.target_key) and shown
+// wherever its deploys are (the environments page and API, the inbox).
 func (p *Pipeline) validTarget() error {
 	for i, name := range p.Target {
-		if !slices.ContainsFunc(p.Params, func(prm Param) bool { return prm.Name == name }) {
+		at := slices.IndexFunc(p.Params, func(prm Param) bool { return prm.Name == name })
+		if at < 0 {
 			return fmt.Errorf("target: %q is not a parameter of this pipeline", name)
+		}
+		if p.Params[at].Secret {
+			return fmt.Errorf("target: %q is a secret parameter; a target is shown wherever its deploys are", name)
 		}
 		if slices.Index(p.Target, name) != i {
 			return fmt.Errorf("target: %q is named twice", name)

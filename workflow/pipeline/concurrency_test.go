@@ -49,6 +49,7 @@ func TestConcurrencyAndTarget(t *testing.T) {
 	for _, tt := range []struct{ block, want string }{
 		{"target: [region]", `"region" is not a parameter`},
 		{"target: [app, app]", "named twice"},
+		{"target: [app, pw]", `"pw" is a secret parameter`},
 		{"concurrency: {policy: newest}", `policy "newest"`},
 		{`concurrency: {key: "{{ .task.id }}"}`, ".task is not known yet"},
 		{`concurrency: {key: "{{ .params.nope }}"}`, "unknown parameter"},

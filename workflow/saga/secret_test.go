@@ -158,3 +158,23 @@ func TestRepeatSecrets(t *testing.T) {
 		require.ErrorIs(t, saga.RepeatSecrets(t.Context(), st, gone, p, params), store.ErrNotFound)
 	})
 }
+
+// The keys a submit stores (concurrency key, target key) are shown in the
+// clear, so a key template that names a secret param gets its stand-in,
+// never the value.
+func TestNewDeployKeysHoldNoSecret(t *testing.T) {
+	t.Parallel()
+	const secret = "pw-Secret-0815"
+	p := &pipeline.Pipeline{Name: "keyed-secret",
+		Params:      []pipeline.Param{{Name: "app", Type: "string", Required: true}, {Name: "pw", Type: "string", Secret: true}},
+		Concurrency: &pipeline.Concurrency{Key: "{{ .params.app }}/{{ .params.pw }}"},
+		Steps:       []pipeline.Step{{Name: "a", Action: "noop"}}}
+	params, ferr := p.Validate(json.RawMessage(`{"app":"shop","pw":"` + secret + `"}`))
+	require.Nil(t, ferr)
+	var in store.TaskInsertParams
+	require.NoError(t, saga.NewDeploy(&in, p, params, "acme"))
+	require.Equal(t, "shop/"+pipeline.Redacted, in.ConcurrencyKey)
+	require.Equal(t, `{"app":"shop"}`, in.TargetKey)
+	require.NotContains(t, string(in.Params), secret)
+	require.Contains(t, string(in.SecretParams), secret, "the step still gets the value")
+}

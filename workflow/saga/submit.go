@@ -23,7 +23,11 @@ import (
 // team is the team's name (templates see it as .task.team); params are
 // pipeline-validated.
 func NewDeploy(in *store.TaskInsertParams, p *pipeline.Pipeline, params map[string]any, team string) error {
-	key, policy, err := p.ConcurrencyKey(params)
+	pub, sec := p.SplitSecrets(params)
+	// The keys are stored and shown in the clear (a waiting task's
+	// blocked_by, the environments), so they are made of the public params:
+	// a key template that names a secret param sees "[REDACTED]".
+	key, policy, err := p.ConcurrencyKey(pub)
 	if err != nil {
 		return err
 	}
@@ -32,7 +36,6 @@ func NewDeploy(in *store.TaskInsertParams, p *pipeline.Pipeline, params map[stri
 	if err != nil {
 		return err
 	}
-	pub, sec := p.SplitSecrets(params)
 	in.Kind, in.Pipeline, in.ID, in.Steps = task.KindDeploy, p.Name, id, steps
 	in.Params, _ = json.Marshal(pub)
 	in.SecretParams = nil
@@ -40,7 +43,7 @@ func NewDeploy(in *store.TaskInsertParams, p *pipeline.Pipeline, params map[stri
 		in.SecretParams, _ = json.Marshal(sec)
 	}
 	in.ConcurrencyKey, in.ConcurrencyPolicy = key, policy
-	in.TargetKey = p.TargetKey(params)
+	in.TargetKey = p.TargetKey(pub)
 	return nil
 }
 
