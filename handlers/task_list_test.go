@@ -17,11 +17,7 @@ func TestTaskListFiltersAndLiveRows(t *testing.T) {
 	b := setup(t)
 	c := b.browser(t)
 	b.login(t, c, "alice@acme.test", testPassword)
-	submit := func(pipeline string) string {
-		r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"`+pipeline+`"}`, nil)
-		require.Equal(t, http.StatusAccepted, r.status)
-		return r.body["id"].(string)
-	}
+	submit := func(pipeline string) string { return b.submitDeploy(t, pipeline) }
 	noop := submit("noop")
 	demo := submit("approval-demo")
 	b.api(t, "POST", "/api/v1/tasks/"+demo+"/cancel", b.aliceToken, "", nil)
@@ -194,12 +190,7 @@ func TestTaskListNoticeCatchesUp(t *testing.T) {
 	b := setup(t)
 	c := b.browser(t)
 	b.login(t, c, "alice@acme.test", testPassword)
-	submit := func(pipeline string) string {
-		r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"`+pipeline+`"}`, nil)
-		require.Equal(t, http.StatusAccepted, r.status, r.raw)
-		return r.body["id"].(string)
-	}
-	shown := submit("noop")
+	shown := b.submitDeploy(t, "noop")
 	_, body := b.get(t, c, "/tasks?pipeline=noop", nil)
 	doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
 	require.NoError(t, err)
@@ -214,7 +205,7 @@ func TestTaskListNoticeCatchesUp(t *testing.T) {
 	}
 	// While no socket listens (before the first connect, or between a drop
 	// and the reconnect: the same to the server), a task is submitted.
-	submit("noop")
+	b.submitDeploy(t, "noop")
 	ws, _, err := dial(socket)
 	require.NoError(t, err)
 	defer ws.CloseNow()
@@ -229,4 +220,12 @@ func TestTaskListNoticeCatchesUp(t *testing.T) {
 	_, res, err := dial("/tasks/ws?since=yesterday&rows=" + shown)
 	require.Error(t, err)
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
+}
+
+// submitDeploy submits a deploy of pipeline as alice and returns its id.
+func (b *testBundle) submitDeploy(t *testing.T, pipeline string) string {
+	t.Helper()
+	r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"`+pipeline+`"}`, nil)
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+	return r.body["id"].(string)
 }

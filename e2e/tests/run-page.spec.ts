@@ -1,4 +1,4 @@
-import { test, expect, Page, Locator } from '@playwright/test';
+import { test, expect, Page, Locator, WebSocketRoute } from '@playwright/test';
 import { signIn } from './helpers';
 
 // The run page tells a deploy's story: steps with their own live logs,
@@ -80,6 +80,42 @@ test('a live log that follows 1000 lines', async ({ browser }) => {
   await expect(dev.locator('[data-testid="event-row"][data-type="task.completed"]')).toBeVisible();
   await expect(dev.locator('[data-testid="event-row"][data-type="step.log"]').first()).toBeHidden();
   expect(await dev.evaluate(() => document.documentElement.scrollHeight)).toBeLessThan(6000);
+});
+
+test('a dropped socket resumes the log where the page is: no line lost, none twice', async ({ browser }) => {
+  test.setTimeout(120_000);
+  const dev = await signIn(browser, 'dev@demo.local');
+  // The run page's socket goes through the test, which drops it and holds
+  // the reconnect back while more lines are logged.
+  const sockets: WebSocketRoute[] = [];
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  await dev.routeWebSocket(/\/tasks\/[0-9a-f-]{36}\/ws/, async (ws) => {
+    sockets.push(ws);
+    if (sockets.length > 1) await released;
+    ws.connectToServer();
+  });
+  await submit(dev, 'long-log');
+  const id = dev.url().split('/').pop()!;
+  const box = dev.locator('#step-1-log');
+  await expect.poll(() => lineCount(box)).toBeGreaterThanOrEqual(50);
+  expect(sockets[0].url()).toMatch(/\?after_seq=\d+&/);
+
+  await sockets[0].close({ code: 1012, reason: 'dropped by the test' });
+  await expect.poll(() => sockets.length).toBe(2);
+  const seq = Number(await dev.locator('#run-seq').getAttribute('data-seq'));
+  expect(sockets[1].url()).toContain(`after_seq=${seq}&`); // where the page is
+  await expect.poll(async () => {
+    const res = await dev.request.get(`/api/v1/tasks/${id}/events?after_seq=${seq}`);
+    return (await res.json()).events.length;
+  }).toBeGreaterThanOrEqual(30);
+  release();
+
+  await expect(head(dev, 'emit')).toHaveAttribute('data-state', 'completed', { timeout: 60_000 });
+  await expect(box).toContainText('line 1000');
+  const lines = await box.evaluate((el: HTMLElement) => Array.from(el.children, (c) => c.textContent!.trim()));
+  expect(lines).toEqual(Array.from({ length: 1000 }, (_, i) => `line ${i + 1}`));
+  await dev.screenshot({ path: '/tmp/streams-run-resumed.png' });
 });
 
 test('skipped and waiting states', async ({ browser }) => {
