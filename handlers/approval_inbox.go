@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -45,20 +46,12 @@ func (h *Handler) loadInbox(ctx context.Context, u *auth.User) (pages.ApprovalIn
 	if err != nil {
 		return p, err
 	}
-	for _, it := range items {
-		v, err := h.inboxItem(ctx, it)
-		if err != nil {
-			return p, err
-		}
-		p.Items = append(p.Items, v)
+	// Both lists in one pass, so their previous deploys are one statement.
+	all, err := h.inboxItems(ctx, slices.Concat(items, waiting))
+	if err != nil {
+		return p, err
 	}
-	for _, it := range waiting {
-		v, err := h.inboxItem(ctx, it)
-		if err != nil {
-			return p, err
-		}
-		p.Waiting = append(p.Waiting, v)
-	}
+	p.Items, p.Waiting = all[:len(items):len(items)], all[len(items):]
 	admin := teamIDsAtLeast(u, auth.RoleAdmin)
 	if p.IsAdmin = len(admin) > 0; p.IsAdmin {
 		tasks, _, err := h.store.TaskList(ctx, store.TaskListParams{TeamIDs: admin, State: "needs_attention"})

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
 	"time"
 
@@ -13,10 +12,45 @@ import (
 	"flightdeck/workflow/task"
 )
 
-// inboxItem shapes a pending approval for people: what it deploys where,
+// inboxItems shapes pending approvals for people: what each deploys where,
 // the version it replaces, who may decide, and an agent's call as named
-// values (secrets stay redacted: details hold public params only).
-func (h *Handler) inboxItem(ctx context.Context, it store.InboxItem) (pages.InboxItem, error) {
+// values (secrets stay redacted: details hold public params only). The
+// versions replaced are read in one statement for all of them.
+func (h *Handler) inboxItems(ctx context.Context, its []store.InboxItem) ([]pages.InboxItem, error) {
+	out := make([]pages.InboxItem, len(its))
+	var qs []store.PreviousDeployQuery
+	var asked []int // asked[j]: the item qs[j] is for
+	now := time.Now()
+	for i, it := range its {
+		var q *store.PreviousDeployQuery
+		if out[i], q = h.inboxItem(it, now); q != nil {
+			qs, asked = append(qs, *q), append(asked, i)
+		}
+	}
+	if len(qs) == 0 {
+		return out, nil
+	}
+	// From: the target's current version, by the rule the run page uses.
+	prev, err := h.store.TaskPreviousDeploys(ctx, qs)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range asked {
+		v := &out[i]
+		if prev[j] == nil {
+			v.FromNote = "first deploy of this target"
+			continue
+		}
+		var pp map[string]any
+		_ = json.Unmarshal(prev[j].Params, &pp)
+		v.From = toString(pp[v.VersionParam])
+	}
+	return out, nil
+}
+
+// inboxItem shapes one pending approval and, when the version it replaces
+// is to be shown, says which previous deploy (as of now) to look up.
+func (h *Handler) inboxItem(it store.InboxItem, now time.Time) (pages.InboxItem, *store.PreviousDeployQuery) {
 	v := pages.InboxItem{ID: it.ID, TaskID: it.TaskID, Title: it.Pipeline, Step: it.Step, Team: it.Team,
 		CreatedBy: it.CreatedBy, RequestedAt: it.RequestedAt, ExpiresAt: it.ExpiresAt,
 		ToolCall: it.Approval.Kind == string(task.ApprovalToolCall), Roles: it.Roles}
@@ -61,19 +95,7 @@ func (h *Handler) inboxItem(ctx context.Context, it store.InboxItem) (pages.Inbo
 	if v.VersionParam == "" || v.From != "" {
 		return v, nil
 	}
-	// From: the target's current version, by the rule the run page uses.
-	prev, err := h.store.TaskPreviousDeploy(ctx, it.TeamID, p.Name, p.TargetKey(values), it.TaskID, time.Now())
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		v.FromNote = "first deploy of this target"
-	case err != nil:
-		return v, err
-	default:
-		var pp map[string]any
-		_ = json.Unmarshal(prev.Params, &pp)
-		v.From = toString(pp[v.VersionParam])
-	}
-	return v, nil
+	return v, &store.PreviousDeployQuery{TeamID: it.TeamID, Pipeline: p.Name, TargetKey: p.TargetKey(values), TaskID: it.TaskID, Before: now}
 }
 
 // paramValues lists a deploy's params in the pipeline's order, secrets as

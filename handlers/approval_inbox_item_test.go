@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -22,8 +23,8 @@ func TestInboxItemToolCall(t *testing.T) {
 		"plan":{"pipeline":"web-service","params":{"app":"shop","version":"1.2","env":"production","replicas":1},"priority":"high","rollback_from":"1.3"}}`
 	it := store.InboxItem{Approval: store.Approval{ID: "a", TaskID: "t", Step: "rollback", Kind: "tool_call", Roles: []string{"approver", "admin"},
 		Detail: json.RawMessage(detail)}, Kind: "agent", CreatedBy: "dev@acme.test"}
-	v, err := h.inboxItem(t.Context(), it)
-	require.NoError(t, err)
+	v, lookup := h.inboxItem(it, time.Now())
+	require.Nil(t, lookup, "the plan says what it replaces")
 	require.True(t, v.ToolCall)
 	require.Equal(t, "Agent task", v.Title)
 	require.Equal(t, "rollback", v.Tool)

@@ -47,26 +47,15 @@ type EnvironmentListParams struct {
 // EnvironmentList returns the targets that have had a deploy, by pipeline
 // and target. It reads the environments rows (one per target, kept by the
 // writes that submit and complete deploys) and, per target, index probes
-// only: what runs and waits from the index of unfinished tasks, the
-// history from the index of completed deploys, so it costs the same at a
-// million tasks as at ten.
+// only: what runs and waits from one read of the index of unfinished
+// tasks, the history from the index of completed deploys, so it costs the
+// same at a million tasks as at ten.
 func (s *Store) EnvironmentList(ctx context.Context, p EnvironmentListParams) ([]Environment, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT e.team_id, tm.name, e.pipeline, e.target_key,
 			c.id, c.params, c.finished_at, cu.email,
 			pr.id, pr.params, pr.finished_at, pu.email,
-			(SELECT r.id FROM tasks r
-				WHERE r.team_id = e.team_id AND r.pipeline = e.pipeline AND r.target_key = e.target_key
-					AND r.state NOT IN ('completed', 'failed', 'cancelled', 'pending', 'scheduled')
-				ORDER BY r.created_at, r.id LIMIT 1),
-			(SELECT count(*) FROM tasks w
-				WHERE w.team_id = e.team_id AND w.pipeline = e.pipeline AND w.target_key = e.target_key
-					AND w.state IN ('pending', 'scheduled')),
-			(SELECT COALESCE(array_agg(w.id ORDER BY w.priority, w.created_at, w.id), '{}') FROM (
-				SELECT id, priority, created_at FROM tasks
-				WHERE team_id = e.team_id AND pipeline = e.pipeline AND target_key = e.target_key
-					AND state IN ('pending', 'scheduled')
-				ORDER BY priority, created_at, id LIMIT 5) w),
+			u.running, u.waiting, COALESCE(u.waiting_ids[1:5], '{}'),
 			(SELECT COALESCE(jsonb_agg(jsonb_build_object('task_id', h.id, 'params', h.params,
 					'finished_at', h.finished_at, 'created_by', hu.email) ORDER BY h.finished_at DESC, h.id DESC), '[]')
 				FROM (SELECT id, params, finished_at, created_by FROM tasks
@@ -80,6 +69,16 @@ func (s *Store) EnvironmentList(ctx context.Context, p EnvironmentListParams) ([
 		LEFT JOIN users cu ON cu.id = c.created_by
 		LEFT JOIN tasks pr ON pr.id = e.previous_task_id
 		LEFT JOIN users pu ON pu.id = pr.created_by
+		-- what runs and what waits, from one range of
+		-- tasks_team_id_target_key_unfinished_idx: the first task past its
+		-- claim, and the waiting ones counted and in the order they will run
+		CROSS JOIN LATERAL (
+			SELECT (array_agg(id ORDER BY created_at, id) FILTER (WHERE state NOT IN ('pending', 'scheduled')))[1] AS running,
+				count(*) FILTER (WHERE state IN ('pending', 'scheduled')) AS waiting,
+				array_agg(id ORDER BY priority, created_at, id) FILTER (WHERE state IN ('pending', 'scheduled')) AS waiting_ids
+			FROM tasks
+			WHERE team_id = e.team_id AND pipeline = e.pipeline AND target_key = e.target_key
+				AND state NOT IN ('completed', 'failed', 'cancelled')) u
 		WHERE e.team_id = ANY($1) AND ($2 = '' OR e.pipeline = $2) AND ($3 = '' OR e.target_key = $3)
 		ORDER BY e.pipeline, e.target_key, tm.name`,
 		p.TeamIDs, p.Pipeline, p.TargetKey, p.History)

@@ -70,4 +70,34 @@ func TestTaskPreviousDeploy(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound, "the first deploy replaces nothing")
 	_, err = st.TaskPreviousDeploy(ctx, team, "web", `{"app":"cart","env":"staging"}`, v4.ID, time.Now())
 	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// Many at once, as the approvals inbox asks: each answer is the one
+	// asked alone, in the order asked; an id that is no uuid replaces
+	// nothing and spoils no other answer.
+	q := func(taskID, targetKey string, before time.Time) store.PreviousDeployQuery {
+		return store.PreviousDeployQuery{TeamID: team, Pipeline: "web", TargetKey: targetKey, TaskID: taskID, Before: before}
+	}
+	prevs, err := st.TaskPreviousDeploys(ctx, []store.PreviousDeployQuery{
+		q(v4.ID, target, time.Now().Add(time.Minute)),
+		q(v1.ID, target, *v1.FinishedAt),
+		q(v4.ID, target, *v2.FinishedAt),
+		q("not-a-task", target, time.Now()),
+		q(v4.ID, `{"app":"cart","env":"staging"}`, time.Now()),
+		q(v2.ID, target, v2.FinishedAt.Add(time.Second)),
+	})
+	require.NoError(t, err)
+	require.Len(t, prevs, 6)
+	got := make([]string, len(prevs))
+	for i, p := range prevs {
+		if p != nil {
+			got[i] = p.TaskID
+		}
+	}
+	require.Equal(t, []string{v2.ID, "", v1.ID, "", "", v1.ID}, got)
+	require.JSONEq(t, `{"app":"shop","env":"staging","version":"2"}`, string(prevs[0].Params))
+	require.Equal(t, *v2.FinishedAt, prevs[0].FinishedAt)
+
+	prevs, err = st.TaskPreviousDeploys(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, prevs)
 }
