@@ -79,3 +79,57 @@ func BenchmarkEventAppend(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTaskPreviousDeploys measures what the approvals inbox reads for
+// a page of 100 deploys on 20 targets with ten completed deploys each:
+// ns/op is one page, asked one deploy at a time (as the inbox did) or all
+// at once.
+func BenchmarkTaskPreviousDeploys(b *testing.B) {
+	ctx := b.Context()
+	st := dbtest.Store(b)
+	u := testfactory.User(b, st, "bench@bench.test", "bench", auth.RoleDeployer)
+	team := u.Memberships[0].TeamID
+	var qs []store.PreviousDeployQuery
+	for i := range 200 {
+		key := fmt.Sprintf(`{"app":"app%d","env":"staging"}`, i%20)
+		if _, _, err := st.TaskInsert(ctx, store.TaskInsertParams{TeamID: team, CreatedByID: u.ID, Kind: task.KindDeploy,
+			Pipeline: "web", Params: []byte(`{}`), Priority: task.PriorityNormal, TargetKey: key}); err != nil {
+			b.Fatal(err)
+		}
+		if i%2 == 0 {
+			qs = append(qs, store.PreviousDeployQuery{TeamID: team, Pipeline: "web", TargetKey: key, TaskID: store.NewTaskID(), Before: time.Now().Add(time.Hour)})
+		}
+	}
+	claimed, err := st.TaskClaim(ctx, "bench", 200, time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make([]store.TaskWrite, len(claimed))
+	for i, c := range claimed {
+		done[i] = store.TaskWrite{ID: c.Task.ID, Token: c.Task.LeaseToken, State: task.StateCompleted, Release: true}
+	}
+	if _, err := st.TaskWrites(ctx, done); err != nil {
+		b.Fatal(err)
+	}
+	// With statistics, as a live database has them, the planner walks
+	// the target's index of completed deploys (without, a team's).
+	if _, err := st.Pool().Exec(ctx, `ANALYZE tasks`); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("one-per-item", func(b *testing.B) {
+		for b.Loop() {
+			for _, q := range qs {
+				if _, err := st.TaskPreviousDeploy(ctx, q.TeamID, q.Pipeline, q.TargetKey, q.TaskID, q.Before); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("batch", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := st.TaskPreviousDeploys(ctx, qs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
