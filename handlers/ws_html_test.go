@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,16 +35,21 @@ func TestTaskPageSocketReaderEndsWithTheHandler(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	for range 10 {
+	for i := range 10 {
 		// A server of its own over the same handler, whose requests end
 		// when it shuts down, and which looks for leftovers of the socket
-		// handler the moment it returns.
+		// handler the moment it returns. Its requests carry a profiler
+		// label, which every goroutine they start inherits, so the sockets
+		// of tests running alongside are not taken for leftovers.
 		leftover := make(chan string, 1)
 		base, shutdown := context.WithCancel(context.Background())
+		label := t.Name() + "/" + strconv.Itoa(i)
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			b.srv.Config.Handler.ServeHTTP(w, r)
+			pprof.Do(r.Context(), pprof.Labels("request", label), func(ctx context.Context) {
+				b.srv.Config.Handler.ServeHTTP(w, r.WithContext(ctx))
+			})
 			if strings.HasSuffix(r.URL.Path, "/ws") {
-				leftover <- socketGoroutines()
+				leftover <- socketGoroutines(label)
 			}
 		}))
 		srv.Config.BaseContext = func(net.Listener) context.Context { return base }
@@ -68,6 +73,7 @@ func TestTaskPageSocketReaderEndsWithTheHandler(t *testing.T) {
 				break
 			}
 		}
+		require.NotEmpty(t, socketGoroutines(label), "the open socket's goroutines carry its request's label")
 		shutdown()
 		// Like a browser, answer the server's close frame (1012).
 		go func() {
@@ -89,15 +95,16 @@ func TestTaskPageSocketReaderEndsWithTheHandler(t *testing.T) {
 }
 
 // socketGoroutines returns the stacks of goroutines running the task page
-// socket's code (but the one that sends the close frame, which holds
-// nothing of the request).
-func socketGoroutines() string {
-	buf := make([]byte, 4<<20)
-	buf = buf[:runtime.Stack(buf, true)]
+// socket's code for requests labelled label (but the one that sends the
+// close frame, which holds nothing of the request).
+func socketGoroutines(label string) string {
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+	want := []byte(`"request":"` + label + `"`)
 	var out []string
-	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+	for _, g := range bytes.Split(buf.Bytes(), []byte("\n\n")) {
 		ours := bytes.Contains(g, []byte("handlers.(*Handler).wsTaskHTML")) || bytes.Contains(g, []byte("handlers.(*Handler).htmlAction"))
-		if ours && !bytes.Contains(g, []byte("(*wsConn).close")) {
+		if ours && bytes.Contains(g, want) && !bytes.Contains(g, []byte("(*wsConn).close")) {
 			out = append(out, string(g))
 		}
 	}
@@ -107,9 +114,7 @@ func socketGoroutines() string {
 // TestTaskPageSocketResumes: the run page's socket resumes from the seq the
 // page shows (after_seq): its first frames carry only the events after it,
 // and it reads only those from the database, not the task's history again;
-// a reconnect that says a later seq resumes there, gap-free. Not parallel:
-// TestTaskPageSocketReaderEndsWithTheHandler counts every run page socket
-// of the process.
+// a reconnect that says a later seq resumes there, gap-free.
 func TestTaskPageSocketResumes(t *testing.T) {
 	b := setup(t)
 	c := b.browser(t)
