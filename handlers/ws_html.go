@@ -32,9 +32,11 @@ type htmxMessage struct {
 // buttons. Each push re-renders from the database, so a reconnect simply
 // catches up. The page says the seq it shows (after_seq, the contract's
 // name for a resume): the socket resumes from the model the page (or the
-// socket before it) folded up to there, and reads only the events after. Everything that uses c runs on this goroutine: echo reuses c
-// for another request once the handler returns, so the reader goroutine
-// only hands frames over, and is joined before returning.
+// socket before it) folded up to there, and reads only the events after.
+//
+// Everything that uses c runs on this goroutine: echo reuses c for another
+// request once the handler returns, so the reader goroutine only hands
+// frames over, and is joined before returning.
 func (h *Handler) wsTaskHTML(c echo.Context) error {
 	id := c.Param("id")
 	u := userOf(c)
@@ -77,8 +79,10 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 	lastSeq := -1
 	token := csrfToken(c)
 	push := newTaskPush(c)
-	if m := h.runModels.resume(id, push.seq); push.seq >= 0 && m != nil {
-		push.model = m
+	if push.seq >= 0 {
+		if m := h.runModels.resume(id, push.seq); m != nil {
+			push.model = m
+		}
 	}
 	kept := -1
 	for {
