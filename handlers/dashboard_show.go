@@ -8,8 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/store"
 	"flightdeck/views/pages"
+	"flightdeck/workflow/rollup"
 	"flightdeck/workflow/task"
 )
 
@@ -118,10 +118,10 @@ func (h *Handler) loadDashboardHistory(ctx context.Context, teams []string, now 
 	if err != nil {
 		return err
 	}
-	for _, d := range store.DailyOf(rollups, today.AddDate(0, 0, -(dailyDays-1)), dailyDays) {
+	for _, d := range rollup.DailyOf(rollups, today.AddDate(0, 0, -(dailyDays-1)), dailyDays) {
 		p.Daily = append(p.Daily, pages.DayBar{Day: d.Day, Completed: d.Completed, Failed: d.Failed, Cancelled: d.Cancelled})
 	}
-	for _, d := range store.RunTimesOf(rollups, p.RunTimeSince) {
+	for _, d := range rollup.RunTimesOf(rollups, p.RunTimeSince) {
 		p.Durations = append(p.Durations, pages.DurationRow{Pipeline: d.Pipeline, Runs: d.Runs, P50: d.P50, P95: d.P95,
 			MeanWaited: d.MeanWaited})
 	}
@@ -130,7 +130,7 @@ func (h *Handler) loadDashboardHistory(ctx context.Context, teams []string, now 
 		pl, ok := h.pipelines.Get(name)
 		return ok && pl.Deploys()
 	}
-	for _, d := range store.DeployHealthOf(rollups, p.HealthSince, deploys) {
+	for _, d := range rollup.DeployHealthOf(rollups, p.HealthSince, deploys) {
 		p.Health = append(p.Health, pages.HealthRow{Pipeline: d.Pipeline, Deploys: d.Deploys, Failures: d.Failures,
 			Cancelled: d.Cancelled, FailureRate: d.ChangeFailureRate(), Restores: d.Restores, MeanTimeToRestore: d.MeanTimeToRestore})
 	}

@@ -65,7 +65,7 @@ const (
 
 // Rollup is one row of task_rollups summed over the caller's teams: the
 // tasks of a pipeline ("" for agent tasks) that ended one UTC day with one
-// outcome and a run time in one bucket (BucketUpper).
+// outcome and a run time in one bucket (rollup.BucketUpper).
 type Rollup struct {
 	Day      time.Time
 	Pipeline string

@@ -17,6 +17,7 @@ import (
 	"flightdeck/internal/testfactory"
 	"flightdeck/store"
 	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/rollup"
 )
 
 func TestDashboardHistory(t *testing.T) {
@@ -66,7 +67,7 @@ func TestDashboardHistory(t *testing.T) {
 	require.NoError(t, err)
 
 	t.Run("RunTimesOfCompletedTasks", func(t *testing.T) {
-		got := store.RunTimesOf(rollups, now)
+		got := rollup.RunTimesOf(rollups, now)
 		require.Len(t, got, 1)
 		require.Equal(t, "web-service", got[0].Pipeline)
 		require.Equal(t, 3, got[0].Runs)
@@ -78,7 +79,7 @@ func TestDashboardHistory(t *testing.T) {
 	t.Run("DORAOnlyForDeployPipelinesAndCancelledApart", func(t *testing.T) {
 		catalog, err := pipeline.NewCatalog(pipeline.Builtin()...)
 		require.NoError(t, err)
-		got := store.DeployHealthOf(rollups, now.Add(-24*time.Hour), func(name string) bool {
+		got := rollup.DeployHealthOf(rollups, now.Add(-24*time.Hour), func(name string) bool {
 			p, ok := catalog.Get(name)
 			return ok && p.Deploys()
 		})
@@ -122,7 +123,7 @@ func TestRunTimeLeavesOutWaitingForPeople(t *testing.T) {
 	}
 	rollups, err := st.TaskRollupList(ctx, u.TeamIDs(), time.Now().Add(-time.Hour), time.Now().Add(-time.Hour))
 	require.NoError(t, err)
-	got := store.RunTimesOf(rollups, time.Now().Add(-time.Hour))
+	got := rollup.RunTimesOf(rollups, time.Now().Add(-time.Hour))
 	require.Len(t, got, 1)
 	require.InDelta(t, (5 * time.Minute).Seconds(), got[0].Mean.Seconds(), 1, "15 minutes since the start, 10 of them waiting")
 	require.InDelta(t, (10 * time.Minute).Seconds(), got[0].MeanWaited.Seconds(), 1)

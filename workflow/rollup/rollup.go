@@ -1,4 +1,7 @@
-package store
+// Package rollup works the dashboard's figures out of the stored rollup
+// rows (store.TaskRollupList): pure functions, no SQL, so the page, its
+// socket and the tests read them alike.
+package rollup
 
 import (
 	"cmp"
@@ -6,10 +9,9 @@ import (
 	"math"
 	"slices"
 	"time"
-)
 
-// The dashboard's figures, worked out of rollup rows (TaskRollupList):
-// pure functions, so the page, its socket and the tests read them alike.
+	"flightdeck/store"
+)
 
 // BucketUpper is the longest run time of rollup bucket b: bucket 0 holds
 // up to 1 ms, bucket b up to 2^(b/4) ms (flightdeck_ms_bucket in SQL).
@@ -32,13 +34,13 @@ type RunTime struct {
 // RunTimesOf gives each pipeline's run times over the completed tasks of
 // rs that ended on or after since's UTC day. Percentiles are interpolated
 // within their bucket (within 19%); the mean is exact.
-func RunTimesOf(rs []Rollup, since time.Time) []RunTime {
+func RunTimesOf(rs []store.Rollup, since time.Time) []RunTime {
 	first := utcDay(since)
 	hist := map[string]map[int]int{}
 	sums := map[string]*RunTime{}
 	ms, waited := map[string]int64{}, map[string]int64{}
 	for _, r := range rs {
-		if r.Outcome != OutcomeCompleted || r.Day.Before(first) {
+		if r.Outcome != store.OutcomeCompleted || r.Day.Before(first) {
 			continue
 		}
 		rt := sums[r.Pipeline]
@@ -105,7 +107,7 @@ func (d DeployHealth) ChangeFailureRate() float64 {
 // DeployHealthOf gives the DORA figures of every pipeline that deploys
 // (pipeline.Pipeline.Deploys, asked through deploys) over the rows of rs
 // from since's UTC day on; other pipelines and agent tasks have none.
-func DeployHealthOf(rs []Rollup, since time.Time, deploys func(pipeline string) bool) []DeployHealth {
+func DeployHealthOf(rs []store.Rollup, since time.Time, deploys func(pipeline string) bool) []DeployHealth {
 	first := utcDay(since)
 	by := map[string]*DeployHealth{}
 	restoreMs := map[string]int64{}
@@ -119,14 +121,14 @@ func DeployHealthOf(rs []Rollup, since time.Time, deploys func(pipeline string) 
 			by[r.Pipeline] = d
 		}
 		switch r.Outcome {
-		case OutcomeCompleted:
+		case store.OutcomeCompleted:
 			d.Deploys += r.Tasks
-		case OutcomeFailed:
+		case store.OutcomeFailed:
 			d.Deploys += r.Tasks
 			d.Failures += r.Tasks
-		case OutcomeCancelled:
+		case store.OutcomeCancelled:
 			d.Cancelled += r.Tasks
-		case OutcomeRestored:
+		case store.OutcomeRestored:
 			d.Restores += r.Tasks
 			restoreMs[r.Pipeline] += r.Ms
 		}
@@ -150,7 +152,7 @@ type DayCount struct {
 
 // DailyOf counts the tasks of rs that ended on each of the days UTC days
 // from first's, every day present whether any task ended or not.
-func DailyOf(rs []Rollup, first time.Time, days int) []DayCount {
+func DailyOf(rs []store.Rollup, first time.Time, days int) []DayCount {
 	first = utcDay(first)
 	out := make([]DayCount, days)
 	for i := range out {
@@ -162,11 +164,11 @@ func DailyOf(rs []Rollup, first time.Time, days int) []DayCount {
 			continue
 		}
 		switch r.Outcome {
-		case OutcomeCompleted:
+		case store.OutcomeCompleted:
 			out[i].Completed += r.Tasks
-		case OutcomeFailed:
+		case store.OutcomeFailed:
 			out[i].Failed += r.Tasks
-		case OutcomeCancelled:
+		case store.OutcomeCancelled:
 			out[i].Cancelled += r.Tasks
 		}
 	}
