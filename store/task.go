@@ -5,11 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"flightdeck/workflow/task"
 )
@@ -165,53 +165,57 @@ func (s *Store) TaskList(ctx context.Context, p TaskListParams) ([]*task.Task, s
 			states = append(states, string(st))
 		}
 	}
-	where := []string{"t.team_id = team.id", "t.state = st.state"}
-	args := []any{p.TeamIDs, states}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
-	if p.Kind != "" {
-		add("t.kind = $%d", p.Kind)
-	}
-	if p.Pipeline != "" {
-		add("t.pipeline = $%d", p.Pipeline)
-	}
-	if p.CreatedBy != "" {
-		add("t.created_by IN (SELECT id FROM users WHERE email = $%d)", p.CreatedBy)
-	}
-	if p.Priority != 0 {
-		add("t.priority = $%d", int16(p.Priority))
-	}
-	if !p.FinishedAfter.IsZero() {
-		add("t.finished_at >= $%d", p.FinishedAfter)
-		// Tasks that ended since then were created since the earliest
-		// creation the rollups of those days record: the scan ends there
-		// instead of at the start of the history when few tasks match.
-		add(`t.created_at >= (SELECT coalesce(min(r.created_min), 'infinity') FROM task_rollups r
-			WHERE r.team_id = team.id AND r.day >= ($%d::timestamptz AT TIME ZONE 'UTC')::date)`, p.FinishedAfter)
-	}
-	if !p.FinishedBefore.IsZero() {
-		add("t.finished_at < $%d", p.FinishedBefore)
-		// A task is created before it finishes: the scan starts there
-		// rather than at the newest task.
-		add("t.created_at < $%d", p.FinishedBefore)
-	}
+	// One literal for every filter: an unset filter is a value that matches
+	// every task ("", 0, ±infinity, the largest cursor), so the plan does
+	// not depend on which are set. Bounds on created_at are index bounds of
+	// each piece's scan, the rest filter its rows. The scan starts below one
+	// (created_at, id): the page's cursor or, when lower, finished_before (a
+	// task is created before it finishes). One start, since PostgreSQL does
+	// not merge a row comparison with another bound on created_at and may
+	// start the scan at the looser one (2.5× the pages read, measured).
+	before := listCursor{At: pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}, ID: maxUUID}
 	if p.Before != "" {
 		at, id, err := decodeCursor(p.Before)
 		if err != nil {
 			return nil, "", err
 		}
-		args = append(args, at, id)
-		where = append(where, fmt.Sprintf("(t.created_at, t.id) < ($%d, $%d)", len(args)-1, len(args)))
+		before = listCursor{At: pgtype.Timestamptz{Time: at, Valid: true}, ID: id}
 	}
-	args = append(args, limit+1)
-	order := ` ORDER BY t.created_at DESC, t.id DESC LIMIT $` + strconv.Itoa(len(args))
-	q := `SELECT ` + taskColumns + `
+	finishedBefore := pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+	if !p.FinishedBefore.IsZero() {
+		finishedBefore = pgtype.Timestamptz{Time: p.FinishedBefore, Valid: true}
+		if before.At.InfinityModifier == pgtype.Infinity || !p.FinishedBefore.After(before.At.Time) {
+			before = listCursor{At: finishedBefore, ID: minUUID}
+		}
+	}
+	finishedAfter := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	if !p.FinishedAfter.IsZero() {
+		finishedAfter = pgtype.Timestamptz{Time: p.FinishedAfter, Valid: true}
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+taskColumns+`
 		FROM (SELECT DISTINCT unnest($1::uuid[]) AS id) team CROSS JOIN unnest($2::text[]) AS st(state)
-		CROSS JOIN LATERAL (SELECT * FROM tasks t WHERE ` + strings.Join(where, " AND ") + order + `) t
-		JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by` + order
-	rows, err := s.pool.Query(ctx, q, args...)
+		CROSS JOIN LATERAL (
+			SELECT * FROM tasks t
+			WHERE t.team_id = team.id AND t.state = st.state
+				AND ($3::text = '' OR t.kind = $3)
+				AND ($4::text = '' OR t.pipeline = $4)
+				AND ($5::text = '' OR t.created_by IN (SELECT id FROM users WHERE email = $5))
+				AND ($6::smallint = 0 OR t.priority = $6)
+				AND ($7::timestamptz = '-infinity' OR t.finished_at >= $7)
+				-- tasks that ended since $7 were created since the earliest
+				-- creation the rollups of those days record: the scan ends
+				-- there instead of at the start of the history
+				AND t.created_at >= CASE WHEN $7 = '-infinity' THEN '-infinity' ELSE (
+					SELECT coalesce(min(r.created_min), 'infinity') FROM task_rollups r
+					WHERE r.team_id = team.id AND r.day >= ($7 AT TIME ZONE 'UTC')::date) END
+				AND ($8::timestamptz = 'infinity' OR t.finished_at < $8)
+				AND (t.created_at, t.id) < ($9::timestamptz, $10::uuid)
+			ORDER BY t.created_at DESC, t.id DESC LIMIT $11) t
+		JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by
+		ORDER BY t.created_at DESC, t.id DESC LIMIT $11`,
+		p.TeamIDs, states, p.Kind, p.Pipeline, p.CreatedBy, int16(p.Priority), finishedAfter, finishedBefore,
+		before.At, before.ID, limit+1)
 	if err != nil {
 		return nil, "", interpretError(err)
 	}
@@ -235,6 +239,19 @@ func (s *Store) TaskList(ctx context.Context, p TaskListParams) ([]*task.Task, s
 	}
 	return out, next, nil
 }
+
+// listCursor is where a list page starts: below this (created_at, id).
+type listCursor struct {
+	At pgtype.Timestamptz
+	ID string
+}
+
+// maxUUID sorts after every task id (the cursor of a first page), minUUID
+// before every one.
+const (
+	maxUUID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+	minUUID = "00000000-0000-0000-0000-000000000000"
+)
 
 // ErrBadCursor: a pagination cursor that this store did not hand out.
 var ErrBadCursor = fmt.Errorf("invalid cursor")

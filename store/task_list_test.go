@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,7 +33,10 @@ func TestTaskListMergesTeamsAndStates(t *testing.T) {
 	// States spread over all of them; times in pairs, so ids break ties.
 	_, err := st.Pool().Exec(ctx, `
 		WITH n AS (SELECT id, row_number() OVER (ORDER BY id) AS i FROM tasks)
-		UPDATE tasks t SET state = ($1::text[])[1 + n.i % 10], created_at = '2026-01-01'::timestamptz + make_interval(secs => (n.i / 2)::int)
+		UPDATE tasks t SET state = ($1::text[])[1 + n.i % 10], created_at = '2026-01-01'::timestamptz + make_interval(secs => (n.i / 2)::int),
+			priority = 1 + n.i % 4,
+			finished_at = CASE WHEN ($1::text[])[1 + n.i % 10] IN ('completed', 'failed', 'cancelled')
+				THEN '2026-01-01'::timestamptz + make_interval(secs => 60 - n.i::int) END
 		FROM n WHERE n.id = t.id`, func() []string {
 		var s []string
 		for _, x := range task.States {
@@ -42,6 +46,7 @@ func TestTaskListMergesTeamsAndStates(t *testing.T) {
 	}())
 	require.NoError(t, err)
 	teams := append(a.TeamIDs(), b.TeamIDs()...)
+	at := func(sec int) time.Time { return time.Date(2026, 1, 1, 0, 0, sec, 0, time.UTC) }
 
 	for _, p := range []store.TaskListParams{
 		{},
@@ -49,12 +54,18 @@ func TestTaskListMergesTeamsAndStates(t *testing.T) {
 		{Pipeline: "noop"},
 		{CreatedBy: "b@beta.test"},
 		{Kind: "deploy", State: "pending"},
+		{Priority: task.PriorityHigh},
+		{FinishedAfter: at(40)},
+		{FinishedBefore: at(35)},
+		{FinishedAfter: at(30), FinishedBefore: at(50), State: "completed"},
 	} {
 		want := dbtest.Strings(t, st.Pool(), `
 			SELECT t.id::text FROM tasks t JOIN users u ON u.id = t.created_by
 			WHERE t.team_id = ANY($1) AND ($2 = '' OR t.state = $2) AND ($3 = '' OR t.pipeline = $3)
-				AND ($4 = '' OR u.email = $4) AND ($5 = '' OR t.kind = $5)
-			ORDER BY t.created_at DESC, t.id DESC`, teams, p.State, p.Pipeline, p.CreatedBy, p.Kind)
+				AND ($4 = '' OR u.email = $4) AND ($5 = '' OR t.kind = $5) AND ($6 = 0 OR t.priority = $6)
+				AND ($7::timestamptz IS NULL OR t.finished_at >= $7) AND ($8::timestamptz IS NULL OR t.finished_at < $8)
+			ORDER BY t.created_at DESC, t.id DESC`, teams, p.State, p.Pipeline, p.CreatedBy, p.Kind, int16(p.Priority),
+			nullTime(p.FinishedAfter), nullTime(p.FinishedBefore))
 		require.NotEmpty(t, want)
 
 		got := []string{}
@@ -73,4 +84,12 @@ func TestTaskListMergesTeamsAndStates(t *testing.T) {
 		}
 		require.Equal(t, want, got, "%+v", p)
 	}
+}
+
+// nullTime is nil for the zero time (no bound).
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
