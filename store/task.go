@@ -172,7 +172,7 @@ func (s *Store) TaskList(ctx context.Context, p TaskListParams) ([]*task.Task, s
 	// (created_at, id): the page's cursor or, when lower, finished_before (a
 	// task is created before it finishes). One start, since PostgreSQL does
 	// not merge a row comparison with another bound on created_at and may
-	// start the scan at the looser one (2.5× the pages read, measured).
+	// start the scan at the looser one.
 	before := listCursor{At: pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}, ID: maxUUID}
 	if p.Before != "" {
 		at, id, err := decodeCursor(p.Before)
