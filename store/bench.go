@@ -94,11 +94,9 @@ func (s *Store) BenchFill(ctx context.Context, p BenchFillParams) error {
 		), ev AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, created_at, events)
 			SELECT id, 1, last_seq, created_at,
-			       jsonb_build_array(jsonb_build_object('type', 'task.state', 'status', 'log', 'message', 'Task submitted',
-			           'data', jsonb_build_object('state', 'pending')))
-			       || CASE WHEN finished_at IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(jsonb_build_object('type', 'task.' || state,
-			           'status', CASE state WHEN 'failed' THEN 'error' ELSE state END, 'message', 'Task ' || state,
-			           'data', jsonb_build_object('state', state))) END
+			       jsonb_build_array(flightdeck_event('task.state', 'log', 'Task submitted', '{"state":"pending"}'))
+			       || CASE WHEN finished_at IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(flightdeck_event('task.' || state,
+			           CASE state WHEN 'failed' THEN 'error' ELSE state END, 'Task ' || state, jsonb_build_object('state', state))) END
 			FROM ins
 		)
 		INSERT INTO task_steps (task_id, idx, name, state, attempt, idempotency_key, started_at, finished_at)

@@ -19,7 +19,7 @@ import (
 //
 // appendEvents is the one Go encoder and decodeEvents the one decoder; SQL
 // that writes an event itself (a claim, a rescue, a submit) builds the same
-// object with jsonb_build_object.
+// object with flightdeck_event (migration 00025).
 
 // appendEvents appends events as the stored JSON array. It is written by
 // hand because it runs for every write on the queue's hot path; Data is

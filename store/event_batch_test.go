@@ -156,3 +156,23 @@ func TestTaskDeleteTakesItsRows(t *testing.T) {
 	require.Equal(t, 3, ev, "another team's rows stay")
 	require.Equal(t, 1, steps)
 }
+
+// The SQL side of the event codec (flightdeck_event, which a submit, a
+// claim and a rescue write with) makes the object the Go encoder makes for
+// an event with a message and data, as those always have.
+func TestSQLEventMatchesGoEncoder(t *testing.T) {
+	t.Parallel()
+	st := dbtest.Store(t)
+	for _, e := range []task.Event{
+		{Type: task.EventTaskState, Status: task.StatusLog, Message: "Picked up by a worker", Data: json.RawMessage(`{"state":"running","attempt":1,"worker":"w"}`)},
+		{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: "Task cancelled: \"quoted\"\nü", Data: json.RawMessage(`{"state":"cancelled","error":null}`)},
+	} {
+		var same bool
+		var got string
+		err := st.Pool().QueryRow(t.Context(), `
+			SELECT flightdeck_event($1, $2, $3, $4::jsonb) = ($5::jsonb)->0, flightdeck_event($1, $2, $3, $4::jsonb)::text`,
+			string(e.Type), string(e.Status), e.Message, string(e.Data), string(store.EncodeEvents([]task.Event{e}))).Scan(&same, &got)
+		require.NoError(t, err)
+		require.True(t, same, "SQL built %s for %+v", got, e)
+	}
+}

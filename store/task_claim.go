@@ -82,9 +82,8 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			RETURNING t.*
 		), claim_events AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT id, last_seq, last_seq, jsonb_build_array(jsonb_build_object(
-				'type', 'task.state', 'status', 'log', 'message', 'Picked up by a worker',
-				'data', jsonb_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)))
+			SELECT id, last_seq, last_seq, jsonb_build_array(flightdeck_event('task.state', 'log', 'Picked up by a worker',
+				jsonb_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)))
 			FROM claimed
 		)
 		SELECT t.id, t.team_id, '', t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority,

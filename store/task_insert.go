@@ -184,10 +184,9 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 		), ev AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
 			SELECT id, 1, CASE WHEN state = 'cancelled' THEN 2 ELSE 1 END,
-				jsonb_build_array(jsonb_build_object('type', 'task.state', 'status', 'log', 'message', 'Task submitted',
-					'data', jsonb_build_object('state', 'pending')))
-				|| CASE WHEN state = 'cancelled' THEN jsonb_build_array(jsonb_build_object('type', 'task.cancelled', 'status', 'cancelled',
-					'message', 'Task cancelled: ' || error, 'data', jsonb_build_object('state', 'cancelled', 'error', error)))
+				jsonb_build_array(flightdeck_event('task.state', 'log', 'Task submitted', '{"state":"pending"}'))
+				|| CASE WHEN state = 'cancelled' THEN jsonb_build_array(flightdeck_event('task.cancelled', 'cancelled',
+					'Task cancelled: ' || error, jsonb_build_object('state', 'cancelled', 'error', error)))
 				ELSE '[]' END
 			FROM ins
 		), steps AS (

@@ -92,11 +92,11 @@ func (s *Store) TaskRescue(ctx context.Context, limit int) (int, error) {
 		), rescue_events AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
 			SELECT id, CASE WHEN state = 'failed' THEN last_seq - 1 ELSE last_seq END, last_seq,
-				jsonb_build_array(jsonb_build_object('type', 'task.state', 'status', 'log',
-					'message', 'Worker lost; ' || CASE WHEN state = 'failed' THEN 'no attempts left' ELSE 'queued again' END,
-					'data', jsonb_build_object('state', state, 'attempt', attempt)))
-				|| CASE WHEN state = 'failed' THEN jsonb_build_array(jsonb_build_object('type', 'task.failed', 'status', 'error',
-					'message', 'Task failed: worker lost too many times', 'data', jsonb_build_object('state', state)))
+				jsonb_build_array(flightdeck_event('task.state', 'log',
+					'Worker lost; ' || CASE WHEN state = 'failed' THEN 'no attempts left' ELSE 'queued again' END,
+					jsonb_build_object('state', state, 'attempt', attempt)))
+				|| CASE WHEN state = 'failed' THEN jsonb_build_array(flightdeck_event('task.failed', 'error',
+					'Task failed: worker lost too many times', jsonb_build_object('state', state)))
 				ELSE '[]' END
 			FROM rescued
 		)
