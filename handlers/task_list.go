@@ -3,7 +3,6 @@ package handlers
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -19,10 +18,14 @@ func (h *Handler) taskList(c echo.Context) error {
 		return err
 	}
 	f.TeamIDs, f.Before = u.TeamIDs(), c.QueryParam("before")
-	// Taken before the read: a task submitted meanwhile is announced (once
-	// too often at worst) rather than missed.
-	p.LoadedAt = time.Now()
-	tasks, next, err := h.store.TaskList(c.Request().Context(), f)
+	// The database's clock, which stamps created_at (the web server's may
+	// be off), read before the list: a task submitted meanwhile is shown
+	// and not announced (newTask), or announced rather than missed.
+	ctx := c.Request().Context()
+	if p.LoadedAt, err = h.store.Now(ctx); err != nil {
+		return err
+	}
+	tasks, next, err := h.store.TaskList(ctx, f)
 	if errors.Is(err, store.ErrBadCursor) {
 		return errBadRequest("invalid page cursor")
 	}

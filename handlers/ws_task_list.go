@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
 
+	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/task"
 )
@@ -64,7 +65,7 @@ func (h *Handler) wsTaskList(c echo.Context) error {
 		return conn.send(buf.Bytes())
 	}
 	stop := h.teamFeed.subscribe(teams, func(ch *taskChange) bool {
-		if t := ch.task; t.CreatedAt.After(since) && matches(f, t) {
+		if newTask(f, since, rows, ch.task) {
 			return notice()
 		}
 		return rows.send(conn, ch)
@@ -89,11 +90,19 @@ func (h *Handler) wsTaskList(c echo.Context) error {
 		conn.close(websocket.StatusInternalError, "could not catch up; reconnect")
 		return nil
 	}
-	if len(newest) > 0 && newest[0].CreatedAt.After(since) && !notice() {
+	if len(newest) > 0 && newTask(f, since, rows, newest[0]) && !notice() {
 		return nil
 	}
 	<-conn.ctx.Done()
 	return nil
+}
+
+// newTask reports whether t is a task for the list's notice: it passes the
+// filters, was created after the page loaded (since, the database's clock)
+// and is not one of the rows the page shows (one submitted while the page
+// read its tasks is both).
+func newTask(f store.TaskListParams, since time.Time, rows *listRows, t *task.Task) bool {
+	return t.CreatedAt.After(since) && !rows.has(t.ID) && matches(f, t)
 }
 
 // listSince reads the page's load time; a page that does not say counts
@@ -134,6 +143,14 @@ func newListRows(ids []string) *listRows {
 		r.seqs[id] = 0
 	}
 	return r
+}
+
+// has reports whether the page shows task id.
+func (r *listRows) has(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.seqs[id]
+	return ok
 }
 
 // send sends the rows of changes that are new, in one message; false when

@@ -107,6 +107,16 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Now is the database's clock: what times a page compares with the tasks'
+// created_at must come from, since the web server's clock may differ.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+		return now, interpretError(err)
+	}
+	return now.UTC(), nil
+}
+
 // withTx runs fn in a transaction, committing when fn returns nil, and
 // then sends the wake-ups its writes noted (noteTx).
 func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
