@@ -11,6 +11,8 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
+
+	"flightdeck/internal/testfactory"
 )
 
 // postForm posts a form with extra headers and returns the status.
@@ -130,8 +132,7 @@ func TestLiveHeaderKeepsTheCSRFToken(t *testing.T) {
 	r := b.api(t, "POST", "/api/v1/tasks", b.bobToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
 	require.Equal(t, http.StatusAccepted, r.status)
 	id := r.body["id"].(string)
-	_, err := b.pool.Exec(t.Context(), `UPDATE tasks SET state = 'needs_attention' WHERE id = $1`, id)
-	require.NoError(t, err)
+	testfactory.Fixture(t, b.pool, `UPDATE tasks SET state = 'needs_attention' WHERE id = $1`, id)
 
 	c := b.browser(t)
 	b.login(t, c, "bob@rival.test", testPassword)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
+
+	"flightdeck/internal/testfactory"
 )
 
 // The dashboard links to lists filtered by outcome and finish window: the
@@ -16,7 +18,6 @@ import (
 func TestTaskListFinishedWindow(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := t.Context()
 	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 	ids := map[string]string{}
 	for _, name := range []string{"inside", "before", "after", "cancelled"} {
@@ -25,8 +26,7 @@ func TestTaskListFinishedWindow(t *testing.T) {
 		ids[name] = r.body["id"].(string)
 	}
 	end := func(name, state string, at time.Time) {
-		_, err := b.pool.Exec(ctx, `UPDATE tasks SET state = $2, created_at = $3, started_at = $3, finished_at = $3 WHERE id = $1`, ids[name], state, at)
-		require.NoError(t, err)
+		testfactory.Fixture(t, b.pool, `UPDATE tasks SET state = $2, created_at = $3, started_at = $3, finished_at = $3 WHERE id = $1`, ids[name], state, at)
 	}
 	end("inside", "failed", day.Add(3*time.Hour))
 	end("before", "failed", day.Add(-time.Hour))

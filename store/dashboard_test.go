@@ -33,9 +33,8 @@ func TestDashboardHistory(t *testing.T) {
 	// start to end; each is its own statement, as the writes that end tasks are.
 	finished := func(owner *auth.User, pl, state, env string, start, end time.Time) string {
 		tk := testfactory.Task(t, st, owner, &testfactory.TaskOpts{Pipeline: pl})
-		_, err := db.Exec(ctx, `UPDATE tasks SET state = $2, started_at = $3, finished_at = $4,
+		testfactory.Fixture(t, db, `UPDATE tasks SET state = $2, started_at = $3, finished_at = $4,
 			params = jsonb_build_object('app', 'shop', 'env', $5::text, 'version', gen_random_uuid()) WHERE id = $1`, tk.ID, state, start, end, env)
-		require.NoError(t, err)
 		return tk.ID
 	}
 	at := func(minutes int) time.Time { return now.Add(time.Duration(minutes) * time.Minute) }
@@ -174,16 +173,15 @@ func TestRollupsMatchTheTasks(t *testing.T) {
 		tk := testfactory.Task(t, st, u, &testfactory.TaskOpts{Pipeline: "web-service"})
 		ids = append(ids, tk.ID)
 	}
-	_, err := db.Exec(ctx, `UPDATE tasks t SET state = x.state, started_at = $3::timestamptz, finished_at = $3::timestamptz + make_interval(mins => x.n::int),
+	testfactory.Fixture(t, db, `UPDATE tasks t SET state = x.state, started_at = $3::timestamptz, finished_at = $3::timestamptz + make_interval(mins => x.n::int),
 			params = '{"app": "zeta", "env": "staging"}'
 		FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS x(id, state, n) WHERE t.id = x.id`,
 		ids, states, start.Add(241*15*time.Minute))
-	require.NoError(t, err)
 
 	// One statement that touches every ended task again (counted once, when
 	// they ended) and ends one more.
 	last := testfactory.Task(t, st, u, &testfactory.TaskOpts{Pipeline: "canary"})
-	_, err = db.Exec(ctx, `UPDATE tasks SET state = 'running', started_at = $2 WHERE id = $1`, last.ID, start.Add(242*15*time.Minute))
+	_, err := db.Exec(ctx, `UPDATE tasks SET state = 'running', started_at = $2 WHERE id = $1`, last.ID, start.Add(242*15*time.Minute))
 	require.NoError(t, err)
 	tag, err := db.Exec(ctx, `UPDATE tasks SET state = CASE WHEN id = $2 THEN 'completed' ELSE state END,
 			finished_at = CASE WHEN id = $2 THEN $3 ELSE finished_at END

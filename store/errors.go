@@ -34,6 +34,12 @@ func interpretError(err error) error {
 		switch pgErr.Code {
 		case "23505": // unique_violation
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+		case "23514": // check_violation
+			if pgErr.ConstraintName == "task_transition" {
+				// The task moved on meanwhile, or a write asked for a
+				// change task.CanTransition does not allow.
+				return fmt.Errorf("%w: %s", ErrConflict, pgErr.Message)
+			}
 		case "57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004":
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		case "57014": // query_canceled: cut off by a web request's statement_timeout

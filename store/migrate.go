@@ -16,7 +16,8 @@ import (
 // `flightdeck serve` processes may start at once against one database.
 const migrationLockID = 0x666c6967 // "flig"
 
-// Migrate applies every pending migration under a session advisory lock.
+// Migrate applies every pending migration under a session advisory lock,
+// then the schema made from Go (syncTransitionRule).
 func (s *Store) Migrate(ctx context.Context, logger *slog.Logger) error {
 	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID), lock.WithLockTimeout(1, 600))
 	if err != nil {
@@ -41,5 +42,5 @@ func (s *Store) Migrate(ctx context.Context, logger *slog.Logger) error {
 			logger.Info("Applied migration", "version", r.Source.Version, "duration", r.Duration)
 		}
 	}
-	return nil
+	return s.syncTransitionRule(ctx)
 }

@@ -31,7 +31,7 @@ func TestTaskListMergesTeamsAndStates(t *testing.T) {
 		require.NoError(t, err)
 	}
 	// States spread over all of them; times in pairs, so ids break ties.
-	_, err := st.Pool().Exec(ctx, `
+	testfactory.Fixture(t, st.Pool(), `
 		WITH n AS (SELECT id, row_number() OVER (ORDER BY id) AS i FROM tasks)
 		UPDATE tasks t SET state = ($1::text[])[1 + n.i % 10], created_at = '2026-01-01'::timestamptz + make_interval(secs => (n.i / 2)::int),
 			priority = 1 + n.i % 4,
@@ -44,7 +44,6 @@ func TestTaskListMergesTeamsAndStates(t *testing.T) {
 		}
 		return s
 	}())
-	require.NoError(t, err)
 	teams := append(a.TeamIDs(), b.TeamIDs()...)
 	at := func(sec int) time.Time { return time.Date(2026, 1, 1, 0, 0, sec, 0, time.UTC) }
 

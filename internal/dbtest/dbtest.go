@@ -1,8 +1,9 @@
 // Package dbtest gives tests real PostgreSQL databases (test-only).
 //
 // DB/URL clone a fresh database per test from a template that has every
-// migration applied. The template is keyed by a hash of the migration files,
-// so a changed migration builds a new template and a stale one is never used.
+// migration applied. The template is keyed by a hash of the migration files
+// and of the schema Migrate makes from Go, so a changed migration builds a
+// new template and a stale one is never used.
 // Cloning a template takes tens of milliseconds, so every test that commits,
 // uses several connections, LISTEN/NOTIFY or subprocesses gets its own
 // database and runs in parallel with the others. Tx hands out a transaction
@@ -227,6 +228,8 @@ func migrationsHash() (string, error) {
 		fmt.Fprintf(h, "%s\n%d\n", n, len(b))
 		h.Write(b)
 	}
+	// Migrate also writes what it makes from Go.
+	h.Write([]byte(store.TransitionRule()))
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 

@@ -2,11 +2,14 @@
 package testfactory
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"testing"
 	"time"
 
-	"testing"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"flightdeck/internal/auth"
 	"flightdeck/store"
@@ -117,4 +120,31 @@ func claim(t testing.TB, st *store.Store, taskID string) string {
 	}
 	t.Fatalf("task %s was not claimed", taskID)
 	return ""
+}
+
+// Fixture runs one statement that fakes a history as a test's set-up (a
+// task that ended last month, every state at once): the database lets it
+// change a task's state in one step that the transition rule only allows
+// through others (migration 00026). Never for what a test checks.
+func Fixture(t testing.TB, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, sql string, args ...any) pgconn.CommandTag {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatalf("error starting a fixture: %v", err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	if _, err := tx.Exec(ctx, `SELECT set_config('flightdeck.fixture', 'on', true)`); err != nil {
+		t.Fatalf("error starting a fixture: %v", err)
+	}
+	tag, err := tx.Exec(ctx, sql, args...)
+	if err != nil {
+		t.Fatalf("error in a fixture: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("error committing a fixture: %v", err)
+	}
+	return tag
 }

@@ -45,7 +45,7 @@ func (b *testBundle) task(t *testing.T, state string, ago time.Duration) string 
 	if ago > 0 {
 		finished = time.Now().Add(-ago)
 	}
-	b.exec(t, `UPDATE tasks SET state = $2, finished_at = $3 WHERE id = $1`, tk.ID, state, finished)
+	testfactory.Fixture(t, b.pool, `UPDATE tasks SET state = $2, finished_at = $3 WHERE id = $1`, tk.ID, state, finished)
 	return tk.ID
 }
 

@@ -4,8 +4,10 @@
 package task
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -60,6 +62,19 @@ var transitions = map[State][]State{
 	StateCompleted:        nil,
 	StateFailed:           nil,
 	StateCancelled:        nil,
+}
+
+// Transitions lists every allowed change of state as (from, to), sorted:
+// the database's copy of the rule is made from it (store.Migrate).
+func Transitions() [][2]State {
+	var out [][2]State
+	for _, from := range States {
+		for _, to := range transitions[from] {
+			out = append(out, [2]State{from, to})
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]State) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	return out
 }
 
 // CanTransition reports whether a task in from may move to to.

@@ -1,0 +1,67 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"flightdeck/internal/auth"
+	"flightdeck/internal/dbtest"
+	"flightdeck/internal/testfactory"
+	"flightdeck/workflow/task"
+)
+
+// The database's copy of the transition rule is task.CanTransition's, for
+// every pair of states.
+func TestDatabaseTransitionRuleIsTheTaskPackages(t *testing.T) {
+	t.Parallel()
+	st := dbtest.Store(t)
+	var states []string
+	for _, s := range task.States {
+		states = append(states, string(s))
+	}
+	type pair struct {
+		From, To string
+		OK       bool
+	}
+	rows, err := st.Pool().Query(t.Context(), `
+		SELECT f, t, flightdeck_transition_ok(f, t) FROM unnest($1::text[]) f, unnest($1::text[]) t`, states)
+	require.NoError(t, err)
+	pairs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[pair])
+	require.NoError(t, err)
+	for _, p := range pairs {
+		require.Equal(t, task.CanTransition(task.State(p.From), task.State(p.To)), p.OK, "%s -> %s", p.From, p.To)
+	}
+	n := len(pairs)
+	require.Equal(t, len(states)*len(states), n)
+}
+
+// A write that changes a task's state against the rule is refused by the
+// database, whatever statement makes it; an allowed one goes through.
+func TestDatabaseRefusesForbiddenTransitions(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "rule@acme.test", "acme", auth.RoleDeployer)
+	tk := testfactory.Task(t, st, u, nil)
+
+	_, err := st.Pool().Exec(ctx, `UPDATE tasks SET state = 'needs_attention' WHERE id = $1`, tk.ID)
+	var pgErr *pgconn.PgError
+	require.True(t, errors.As(err, &pgErr), "pending -> needs_attention: %v", err)
+	require.Equal(t, "task_transition", pgErr.ConstraintName)
+	require.Contains(t, pgErr.Message, "a pending task cannot become needs_attention")
+
+	testfactory.Completed(t, st, tk.ID)
+	_, err = st.Pool().Exec(ctx, `UPDATE tasks SET state = 'running' WHERE id = $1`, tk.ID)
+	require.ErrorContains(t, err, "a completed task cannot become running")
+
+	// Unchanged states and allowed changes pass.
+	tk2 := testfactory.Task(t, st, u, nil)
+	_, err = st.Pool().Exec(ctx, `UPDATE tasks SET state = state, priority = 1 WHERE id = $1`, tk2.ID)
+	require.NoError(t, err)
+	_, err = st.Pool().Exec(ctx, `UPDATE tasks SET state = 'cancelled', finished_at = now() WHERE id = $1`, tk2.ID)
+	require.NoError(t, err)
+}
