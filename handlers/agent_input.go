@@ -36,6 +36,9 @@ func (h *Handler) agentInput(c echo.Context, kind, taskID, questionID, text stri
 	if len(text) > maxAgentInputBytes {
 		return errInvalid("text", "text must be at most %d bytes", maxAgentInputBytes)
 	}
+	if err := checkText("text", text); err != nil {
+		return err
+	}
 	if kind == "answer" {
 		if questionID == "" {
 			return errInvalid("question_id", "question_id is required")

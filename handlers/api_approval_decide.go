@@ -39,6 +39,9 @@ func (h *Handler) decideApproval(c echo.Context, taskID, approvalID string, appr
 	if len(comment) > maxCommentBytes {
 		return nil, errInvalid("comment", "comment must be at most %d bytes", maxCommentBytes)
 	}
+	if err := checkText("comment", comment); err != nil {
+		return nil, err
+	}
 	ctx := c.Request().Context()
 	u := userOf(c)
 	t, err := h.store.TaskGet(ctx, u.TeamIDs(), taskID)

@@ -27,6 +27,9 @@ const maxHistory = 50
 
 func (h *Handler) apiEnvironmentList(c echo.Context) error {
 	p := store.EnvironmentListParams{TeamIDs: userOf(c).TeamIDs(), Pipeline: c.QueryParam("pipeline")}
+	if err := checkText("pipeline", p.Pipeline); err != nil {
+		return err
+	}
 	if v := c.QueryParam("history"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > maxHistory {

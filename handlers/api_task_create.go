@@ -43,9 +43,9 @@ func (h *Handler) apiTaskCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	key := c.Request().Header.Get("Idempotency-Key")
-	if len(key) > maxIdempotencyKey {
-		return errInvalid("Idempotency-Key", "the Idempotency-Key header must be at most %d characters", maxIdempotencyKey)
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
 	}
 	team, err := deployTeam(u, req.Team)
 	if err != nil {
@@ -67,6 +67,15 @@ func (h *Handler) apiTaskCreate(c echo.Context) error {
 		status = http.StatusOK
 	}
 	return c.JSON(status, toTaskJSON(t))
+}
+
+// idempotencyKey reads the Idempotency-Key header of a submit or re-run.
+func idempotencyKey(c echo.Context) (string, error) {
+	key := c.Request().Header.Get("Idempotency-Key")
+	if len(key) > maxIdempotencyKey {
+		return "", errInvalid("Idempotency-Key", "the Idempotency-Key header must be at most %d characters", maxIdempotencyKey)
+	}
+	return key, checkText("Idempotency-Key", key)
 }
 
 // validateTaskCreate checks the request and fills p. Errors name the field.

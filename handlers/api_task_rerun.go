@@ -7,9 +7,9 @@ import (
 )
 
 func (h *Handler) apiTaskRerun(c echo.Context) error {
-	key := c.Request().Header.Get("Idempotency-Key")
-	if len(key) > maxIdempotencyKey {
-		return errInvalid("Idempotency-Key", "the Idempotency-Key header must be at most %d characters", maxIdempotencyKey)
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
 	}
 	t, created, err := h.rerun(c.Request().Context(), userOf(c), c.Param("id"), key)
 	if err != nil {

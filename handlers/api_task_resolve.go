@@ -28,6 +28,9 @@ func (h *Handler) apiTaskResolve(c echo.Context) error {
 	if len(req.Comment) > maxCommentBytes {
 		return errInvalid("comment", "comment must be at most %d bytes", maxCommentBytes)
 	}
+	if err := checkText("comment", req.Comment); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	u := userOf(c)
 	t, err := h.store.TaskGet(ctx, u.TeamIDs(), c.Param("id"))

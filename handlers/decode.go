@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 )
@@ -75,6 +76,15 @@ func decodeStrict(body []byte, dst any) error {
 			return errInvalid(field, "unknown field %s", field)
 		}
 		return errBadRequest("the request body does not match the expected shape: %v", err)
+	}
+	return nil
+}
+
+// checkText refuses text that PostgreSQL cannot store (invalid UTF-8 or a
+// NUL byte) with the field's name, before it reaches a query.
+func checkText(field, s string) error {
+	if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+		return errInvalid(field, "%s must be UTF-8 text without NUL bytes", field)
 	}
 	return nil
 }

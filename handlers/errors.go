@@ -86,6 +86,9 @@ func toAPIError(err error) *APIError {
 		return errNotFound
 	case errors.Is(err, store.ErrConflict):
 		return &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the request conflicts with the current state"}
+	case store.InvalidText(err):
+		// Text that no check above the store caught: still the client's.
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: "invalid", Message: "text must be UTF-8 without NUL bytes"}
 	case store.Transient(err), errors.Is(err, context.DeadlineExceeded):
 		// A database fault (unreachable, restarting, connection lost) or
 		// one that outlasted RequestTimeout: try again shortly.

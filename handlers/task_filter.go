@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"net/url"
 	"time"
 
@@ -19,6 +20,9 @@ func taskFilters(q url.Values) (store.TaskListParams, error) {
 	}
 	if p.Kind != "" && p.Kind != string(task.KindDeploy) && p.Kind != string(task.KindAgent) {
 		return p, errInvalid("kind", "kind must be deploy or agent")
+	}
+	if err := cmp.Or(checkText("pipeline", p.Pipeline), checkText("created_by", p.CreatedBy)); err != nil {
+		return p, err
 	}
 	return p, taskFilterExtras(q, &p)
 }

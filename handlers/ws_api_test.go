@@ -217,6 +217,29 @@ func TestWebSocketLimits(t *testing.T) {
 		}
 		require.Less(t, read, 20000, "a slow reader does not get the whole stream")
 	})
+	t.Run("NonReaderCountedOnce", func(t *testing.T) {
+		// A client that sends and never reads fills its send queue; every
+		// answer after that finds the queue full too, until the socket is
+		// gone. The metric counts sockets, not those answers.
+		ws, _, err := b.dialWS(t, b.aliceToken, nil)
+		require.NoError(t, err)
+		before := b.metric(t, "flightdeck_websocket_slow_closed_total")
+		ping := []byte(`{"type":"ping","id":"` + strings.Repeat("p", 32<<10) + `"}`)
+		for i := 0; i < 5000; i++ {
+			if ws.c.Write(t.Context(), websocket.MessageText, ping) != nil {
+				break // the server closed the socket
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		for {
+			if _, _, err := ws.c.Read(ctx); err != nil {
+				require.NoError(t, ctx.Err(), "closed, not timed out")
+				break
+			}
+		}
+		require.Equal(t, before+1, b.metric(t, "flightdeck_websocket_slow_closed_total"))
+	})
 }
 
 // addLogEvents appends n step.log events of size bytes to a task whose last

@@ -35,6 +35,9 @@ type wsConn struct {
 	cancel context.CancelFunc
 	once   sync.Once
 	slow   prometheus.Counter // counts closes for a client that stopped reading
+	// slowOnce counts a socket once: until its close frame is out (up to
+	// wsWriteTimeout) every further send finds the queue full too.
+	slowOnce sync.Once
 }
 
 // originAllowed: browsers always send Origin on a WebSocket upgrade; it must
@@ -117,10 +120,13 @@ func (w *wsConn) writer() {
 func (w *wsConn) write(msg []byte) bool {
 	ctx, cancel := context.WithTimeout(w.ctx, wsWriteTimeout)
 	err := w.c.Write(ctx, websocket.MessageText, msg)
+	// This write's own deadline, not the socket's end: the reader may
+	// already have closed the socket the timed-out write tore down.
+	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil {
-		if w.ctx.Err() == nil {
-			w.slow.Inc()
+		if timedOut {
+			w.slowOnce.Do(w.slow.Inc)
 		}
 		w.close(websocket.StatusPolicyViolation, "write timeout: client too slow")
 		return false
@@ -154,7 +160,7 @@ func (w *wsConn) send(msg []byte) bool {
 	case w.out <- msg:
 		return true
 	default:
-		w.slow.Inc()
+		w.slowOnce.Do(w.slow.Inc)
 		w.close(websocket.StatusPolicyViolation, "client too slow: send buffer full")
 		return false
 	}

@@ -58,6 +58,15 @@ func interpretError(err error) error {
 	return err
 }
 
+// InvalidText reports whether PostgreSQL refused a text value it cannot
+// store: invalid UTF-8 or a NUL byte (22021), or a \u0000 escape in jsonb
+// (22P05). The value came from outside, so the request is at fault, not the
+// server (callers answer 4xx, never 500).
+func InvalidText(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05")
+}
+
 // Transient reports whether err is a database fault that says nothing about
 // the work itself (invariant 10): the server unreachable, restarting or
 // shutting down, the connection lost, or a serialization failure or

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"flightdeck/workflow/task"
@@ -30,6 +31,9 @@ func (s *Store) EventsAfter(ctx context.Context, taskID string, afterSeq, limit 
 	if limit <= 0 {
 		limit = 1000
 	}
+	// seq is an int4: no event comes after its largest value, and a larger
+	// afterSeq (a client's after_seq) would not fit the parameter.
+	afterSeq = min(afterSeq, math.MaxInt32)
 	// Each batch holds at least one event, so limit batches hold enough.
 	rows, err := s.pool.Query(ctx, `
 		SELECT first_seq, created_at, events FROM task_event_batches
