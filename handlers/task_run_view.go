@@ -44,7 +44,7 @@ func (h *Handler) runView(ctx context.Context, p *pages.TaskShowProps, t *task.T
 	}
 	waiting := map[int]bool{}
 	for _, a := range aps {
-		if a.State == string(task.ApprovalPending) {
+		if a.State == task.ApprovalPending {
 			waiting[a.StepIdx] = true
 		}
 	}
@@ -56,7 +56,7 @@ func (h *Handler) runView(ctx context.Context, p *pages.TaskShowProps, t *task.T
 		for _, ps := range st.Steps {
 			r, ok := byIdx[ps.Index]
 			if !ok {
-				r = store.StepRow{Idx: ps.Index, Name: ps.Name, State: string(task.StepPending)}
+				r = store.StepRow{Idx: ps.Index, Name: ps.Name, State: task.StepPending}
 			}
 			sv.Steps = append(sv.Steps, forwardView(r, ps, m.track(ps.Index), waiting[ps.Index], now))
 			fmt.Fprintf(sig, "%d:%s;", ps.Index, ps.Name)
@@ -157,25 +157,25 @@ func forEachOf(pl *pipeline.Pipeline, st pipeline.Stage) string {
 // by an approval says so; a running one between attempts says when the
 // next comes.
 func forwardView(r store.StepRow, ps pipeline.PlannedStep, st *stepTrack, waiting bool, now time.Time) components.StepView {
-	v := components.StepView{Index: r.Idx, Name: r.Name, Lane: "step", State: r.State, Display: displayState(r.State), Key: r.State,
+	v := components.StepView{Index: r.Idx, Name: r.Name, Lane: "step", State: string(r.State), Display: displayState(string(r.State)), Key: string(r.State),
 		Attempt: r.Attempt, MaxAttempts: max(ps.Step.Retries+1, st.fwdRetries), StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Log: tail(st.fwd.lines, logLinesShown), Earlier: st.fwd.earlier, ArtifactID: st.fwd.artifact}
 	if v.Name == "" {
 		v.Name = ps.Name
 	}
-	if r.Error != nil && (r.State == string(task.StepFailed) || r.State == string(task.StepCancelled)) {
+	if r.Error != nil && (r.State == task.StepFailed || r.State == task.StepCancelled) {
 		v.Error = *r.Error
 	}
-	if r.State == string(task.StepRunning) {
+	if r.State == task.StepRunning {
 		v.FinishedAt = nil
 	}
 	switch {
-	case r.State == string(task.StepPending) && waiting:
+	case r.State == task.StepPending && waiting:
 		v.Display, v.Key = "waiting for approval", "waiting_for_approval"
-	case r.State == string(task.StepRunning) && st.fwd.retry != nil:
+	case r.State == task.StepRunning && st.fwd.retry != nil:
 		retrying(&v, st.fwd.retry, now)
 	}
-	v.Open = v.Key == string(task.StepRunning) || v.Key == "retrying" || r.State == string(task.StepFailed)
+	v.Open = v.Key == string(task.StepRunning) || v.Key == "retrying" || r.State == task.StepFailed
 	return v
 }
 
@@ -209,7 +209,7 @@ func undoLane(t *task.Task, rows []store.StepRow, plan map[int]pipeline.PlannedS
 		switch {
 		case r.CompensationAttempt > 0:
 			done = append(done, r)
-		case t.State == task.StateCompensating && r.State == string(task.StepCompleted) && plan[r.Idx].Step.Compensate != nil:
+		case t.State == task.StateCompensating && r.State == task.StepCompleted && plan[r.Idx].Step.Compensate != nil:
 			todo = append(todo, r)
 		}
 	}
@@ -232,26 +232,26 @@ func undoLane(t *task.Task, rows []store.StepRow, plan map[int]pipeline.PlannedS
 		st := m.track(r.Idx)
 		state := r.State
 		switch state {
-		case string(task.StepCompensating), string(task.StepCompensated), string(task.StepCompensationFailed):
+		case task.StepCompensating, task.StepCompensated, task.StepCompensationFailed:
 		default:
-			state = string(task.StepPending)
+			state = task.StepPending
 		}
-		v := components.StepView{Index: r.Idx, Name: r.Name, Lane: "comp", State: state, Display: displayState(state), Key: state,
+		v := components.StepView{Index: r.Idx, Name: r.Name, Lane: "comp", State: string(state), Display: displayState(string(state)), Key: string(state),
 			Attempt: r.CompensationAttempt, StartedAt: st.compStart, Log: tail(st.comp.lines, logLinesShown), Earlier: st.comp.earlier,
 			ArtifactID: st.comp.artifact}
 		if c := plan[r.Idx].Step.Compensate; c != nil {
 			v.MaxAttempts = cmp.Or(c.Retries, pipeline.CompensationRetriesDefault) + 1
 		}
-		if state != string(task.StepCompensating) {
+		if state != task.StepCompensating {
 			v.FinishedAt = st.compEnd
 		}
-		if state == string(task.StepCompensationFailed) && r.Error != nil {
+		if state == task.StepCompensationFailed && r.Error != nil {
 			v.Error = *r.Error
 		}
-		if state == string(task.StepCompensating) && st.comp.retry != nil {
+		if state == task.StepCompensating && st.comp.retry != nil {
 			retrying(&v, st.comp.retry, now)
 		}
-		v.Open = state == string(task.StepCompensating) || state == string(task.StepCompensationFailed)
+		v.Open = state == task.StepCompensating || state == task.StepCompensationFailed
 		out = append(out, v)
 		fmt.Fprintf(sig, "%d;", r.Idx)
 	}

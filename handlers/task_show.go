@@ -77,7 +77,7 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 		return p, err
 	}
 	for _, a := range aps {
-		v := pages.ApprovalView{ID: a.ID, Step: a.Step, State: a.State, RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt}
+		v := pages.ApprovalView{ID: a.ID, Step: a.Step, State: string(a.State), RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt}
 		if a.DecidedBy != nil {
 			v.DecidedBy = *a.DecidedBy
 		}

@@ -17,20 +17,20 @@ var ErrForbidden = errors.New("forbidden")
 
 // Approval is a request for a person's decision on a step.
 type Approval struct {
-	ID          string          `json:"id"`
-	TaskID      string          `json:"-"`
-	StepIdx     int             `json:"step_index"`
-	Step        string          `json:"step"`
-	Attempt     int             `json:"attempt"`
-	Kind        string          `json:"kind"`
-	Detail      json.RawMessage `json:"detail,omitempty"`
-	Roles       []string        `json:"roles"`
-	State       string          `json:"state"`
-	RequestedAt time.Time       `json:"requested_at"`
-	ExpiresAt   time.Time       `json:"expires_at"`
-	DecidedBy   *string         `json:"decided_by"`
-	DecidedAt   *time.Time      `json:"decided_at,omitempty"`
-	Comment     *string         `json:"comment"`
+	ID          string             `json:"id"`
+	TaskID      string             `json:"-"`
+	StepIdx     int                `json:"step_index"`
+	Step        string             `json:"step"`
+	Attempt     int                `json:"attempt"`
+	Kind        string             `json:"kind"`
+	Detail      json.RawMessage    `json:"detail,omitempty"`
+	Roles       []string           `json:"roles"`
+	State       task.ApprovalState `json:"state"`
+	RequestedAt time.Time          `json:"requested_at"`
+	ExpiresAt   time.Time          `json:"expires_at"`
+	DecidedBy   *string            `json:"decided_by"`
+	DecidedAt   *time.Time         `json:"decided_at,omitempty"`
+	Comment     *string            `json:"comment"`
 }
 
 const approvalColumns = `id, task_id, step_idx, step_name, attempt, kind, detail, roles, state, requested_at, expires_at, decided_by, decided_at, comment`
@@ -190,7 +190,7 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 		if ok, why := task.MayDecide(task.ApprovalKind(a.Kind), a.Roles, createdBy, p.ActorID, p.ActorRole); !ok {
 			return fmt.Errorf("%w: %s", ErrForbidden, why)
 		}
-		if a.State != "pending" || state != string(task.StateAwaitingApproval) {
+		if a.State != task.ApprovalPending || state != string(task.StateAwaitingApproval) {
 			return fmt.Errorf("%w: approval is %s", ErrConflict, a.State)
 		}
 		var expired bool
@@ -200,13 +200,13 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 		if expired {
 			return fmt.Errorf("%w: approval expired", ErrConflict)
 		}
-		decision, taskState, msg := "approved", task.StatePending, fmt.Sprintf("%s approved %s", p.Actor, a.Step)
+		decision, taskState, msg := task.ApprovalApproved, task.StatePending, fmt.Sprintf("%s approved %s", p.Actor, a.Step)
 		change := stateChange{State: task.StatePending}
 		if !p.Approve && a.Kind == "tool_call" {
 			// The agent resumes and tells the model the call was refused.
-			decision, msg = "rejected", fmt.Sprintf("%s rejected %s", p.Actor, a.Step)
+			decision, msg = task.ApprovalRejected, fmt.Sprintf("%s rejected %s", p.Actor, a.Step)
 		} else if !p.Approve {
-			decision, taskState = "rejected", task.StateCompensating
+			decision, taskState = task.ApprovalRejected, task.StateCompensating
 			reason := fmt.Sprintf("approval of %s rejected by %s", a.Step, p.Actor)
 			if p.Comment != "" {
 				reason += ": " + p.Comment
@@ -215,7 +215,7 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 			change = stateChange{State: task.StateCompensating, Cancel: true, Error: &reason}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE approvals SET state = $2, decided_by = $3, decided_at = now(), comment = NULLIF($4, '') WHERE id = $1`,
-			a.ID, decision, p.Actor, p.Comment); err != nil {
+			a.ID, string(decision), p.Actor, p.Comment); err != nil {
 			return interpretError(err)
 		}
 		data, _ := json.Marshal(map[string]any{"approval_id": a.ID, "decision": decision, "by": p.Actor, "comment": p.Comment})
@@ -227,7 +227,7 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO audit_log (team_id, actor, action, target, data) VALUES ($1, $2, $3, $4, $5)`,
-			teamID, p.Actor, "approval."+decision, p.TaskID, data); err != nil {
+			teamID, p.Actor, "approval."+string(decision), p.TaskID, data); err != nil {
 			return interpretError(err)
 		}
 		noteTx(tx, readyNote)

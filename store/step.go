@@ -14,7 +14,7 @@ import (
 type StepRow struct {
 	Idx                 int             `json:"idx"`
 	Name                string          `json:"name"`
-	State               string          `json:"state"`
+	State               task.StepState  `json:"state"`
 	Attempt             int             `json:"attempt"`
 	IdempotencyKey      string          `json:"idempotency_key"`
 	Output              json.RawMessage `json:"output"`
@@ -52,7 +52,7 @@ func scanSteps(rows pgx.Rows) ([]StepRow, error) {
 			out = append(out, StepRow{})
 			continue
 		}
-		r.Idx, r.Name, r.State, r.Attempt, r.IdempotencyKey, r.CompensationAttempt = *idx, *name, *state, *attempt, *key, *compAttempt
+		r.Idx, r.Name, r.State, r.Attempt, r.IdempotencyKey, r.CompensationAttempt = *idx, *name, task.StepState(*state), *attempt, *key, *compAttempt
 		if len(output) > 0 {
 			r.Output = output
 		}
@@ -69,7 +69,7 @@ type StepSave struct {
 	Idx                 int
 	Name                string
 	IdempotencyKey      string
-	State               string
+	State               task.StepState
 	Attempt             int
 	CompensationAttempt int
 	Output              json.RawMessage

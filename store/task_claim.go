@@ -155,7 +155,7 @@ func (a *stepColumnsArrays) rows() []StepRow {
 	}
 	out := make([]StepRow, len(a.idx))
 	for i := range out {
-		out[i] = StepRow{Idx: int(a.idx[i]), Name: a.name[i], State: a.state[i], Attempt: int(a.attempt[i]),
+		out[i] = StepRow{Idx: int(a.idx[i]), Name: a.name[i], State: task.StepState(a.state[i]), Attempt: int(a.attempt[i]),
 			IdempotencyKey: a.key[i], Error: a.errs[i], StartedAt: a.started[i], FinishedAt: a.finished[i],
 			CompensationAttempt: int(a.compAttempt[i])}
 		if len(a.output[i]) > 0 {

@@ -40,7 +40,7 @@ func TestClaimReturnsEarlierSteps(t *testing.T) {
 	require.Len(t, claimed, 1)
 	steps := claimed[0].Steps
 	require.Len(t, steps, 2)
-	require.Equal(t, "completed", steps[0].State)
+	require.Equal(t, task.StepCompleted, steps[0].State)
 	require.JSONEq(t, `{"ok":1}`, string(steps[0].Output))
 	require.NotNil(t, steps[0].FinishedAt)
 	require.Equal(t, "k2", steps[1].IdempotencyKey)

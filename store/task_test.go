@@ -174,7 +174,7 @@ func TestCancel(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, steps, 2)
 	for _, s := range steps {
-		require.Equal(t, "skipped", s.State, "a step of a task cancelled before it ran never runs")
+		require.Equal(t, task.StepSkipped, s.State, "a step of a task cancelled before it ran never runs")
 	}
 
 	running := testfactory.Task(t, st, u, nil)

@@ -172,7 +172,7 @@ func (c *stepArrays) add(taskID string, s StepSave) {
 		out = s.Output
 	}
 	c.taskIDs, c.idx, c.names = append(c.taskIDs, taskID), append(c.idx, int32(s.Idx)), append(c.names, s.Name)
-	c.keys, c.states = append(c.keys, s.IdempotencyKey), append(c.states, s.State)
+	c.keys, c.states = append(c.keys, s.IdempotencyKey), append(c.states, string(s.State))
 	c.attempts, c.compAttempts = append(c.attempts, int32(s.Attempt)), append(c.compAttempts, int32(s.CompensationAttempt))
 	c.outputs, c.errs = append(c.outputs, out), append(c.errs, s.Error)
 	c.started, c.finished, c.compensated = append(c.started, s.Started), append(c.finished, s.Finished), append(c.compensated, s.Compensated)

@@ -129,7 +129,7 @@ func TestWebServiceBlueGreen(t *testing.T) {
 	require.NoError(t, err)
 	states := map[string]string{}
 	for _, r := range rows {
-		states[r.Name] = r.State
+		states[r.Name] = string(r.State)
 	}
 	require.Equal(t, map[string]string{"create_dns": "compensated", "issue_cert": "compensated",
 		"deploy_container": "failed", "configure_monitoring": "skipped"}, states)

@@ -56,14 +56,14 @@ func (rn *run) skipPending() error {
 	var idx []int
 	rn.mu.Lock()
 	for i, r := range rn.steps {
-		if r.State == string(task.StepPending) {
+		if r.State == task.StepPending {
 			idx = append(idx, i)
 		}
 	}
 	rn.mu.Unlock()
 	slices.Sort(idx)
 	for _, i := range idx {
-		if err := rn.write(change{Idx: i, State: string(task.StepSkipped)}); err != nil {
+		if err := rn.write(change{Idx: i, State: task.StepSkipped}); err != nil {
 			return err
 		}
 	}
@@ -78,9 +78,9 @@ func (rn *run) compensable() []store.StepRow {
 	for _, r := range rn.steps {
 		ps := rn.plan[r.Idx]
 		switch r.State {
-		case "completed", "compensating", "compensation_failed":
+		case task.StepCompleted, task.StepCompensating, task.StepCompensationFailed:
 			rows = append(rows, *r)
-		case "failed", "cancelled":
+		case task.StepFailed, task.StepCancelled:
 			if ps.Step.CompensateOnFailure {
 				rows = append(rows, *r)
 			}
@@ -120,7 +120,7 @@ func (rn *run) compensateRows(rows []store.StepRow) error {
 			if rn.draining() {
 				return errInterrupted // handed back compensating; the next owner goes on
 			}
-			if err := rn.write(change{Idx: row.Idx, State: "compensating", StartCompensation: true, Events: []task.Event{
+			if err := rn.write(change{Idx: row.Idx, State: task.StepCompensating, StartCompensation: true, Events: []task.Event{
 				rn.event(ps, task.EventStepCompensating, task.StatusCompensating, comp.Action,
 					fmt.Sprintf("Undoing %s with %s (try %d)", ps.Name, comp.Action, try), nil),
 			}}); err != nil {
@@ -131,7 +131,7 @@ func (rn *run) compensateRows(rows []store.StepRow) error {
 				return errInterrupted
 			}
 			if err == nil {
-				if err := rn.write(change{Idx: row.Idx, State: "compensated", Finish: true, Events: []task.Event{
+				if err := rn.write(change{Idx: row.Idx, State: task.StepCompensated, Finish: true, Events: []task.Event{
 					rn.event(ps, task.EventStepCompensated, task.StatusCompensating, comp.Action, fmt.Sprintf("Undid %s", ps.Name), nil),
 				}}); err != nil {
 					return err
@@ -151,7 +151,7 @@ func (rn *run) compensateRows(rows []store.StepRow) error {
 				continue
 			}
 			msg := err.Error()
-			if werr := rn.write(change{Idx: row.Idx, State: "compensation_failed", Finish: true, Error: &msg, Events: []task.Event{
+			if werr := rn.write(change{Idx: row.Idx, State: task.StepCompensationFailed, Finish: true, Error: &msg, Events: []task.Event{
 				rn.event(ps, task.EventStepFailed, task.StatusError, comp.Action, fmt.Sprintf("Undoing %s failed: %s", ps.Name, msg), nil),
 			}}); werr != nil {
 				return werr

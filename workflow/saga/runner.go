@@ -178,7 +178,7 @@ func (rn *run) initSteps() {
 			}
 			// a task submitted before its steps were stored with it, or
 			// whose pipeline gained steps since
-			row := store.StepRow{Idx: ps.Index, Name: ps.Name, State: "pending",
+			row := store.StepRow{Idx: ps.Index, Name: ps.Name, State: task.StepPending,
 				IdempotencyKey: stepKey(rn.j.Task.ID, rn.j.Task.Team, rn.params, ps)}
 			rn.steps[ps.Index] = &row
 			rn.j.SaveStep(saveOf(row, change{}))
@@ -191,7 +191,7 @@ func (rn *run) completed() queue.Outcome {
 	outputs := map[string]json.RawMessage{}
 	rn.mu.Lock()
 	for _, row := range rn.steps {
-		if row.State == "completed" && len(row.Output) > 0 {
+		if row.State == task.StepCompleted && len(row.Output) > 0 {
 			outputs[row.Name] = row.Output
 		}
 	}
@@ -295,8 +295,8 @@ func (rn *run) startFlusher() {
 
 // change is one change of a step (Idx > 0) and/or of the task.
 type change struct {
-	Idx   int    // 0: no step change (task state and events only)
-	State string // new step state
+	Idx   int            // 0: no step change (task state and events only)
+	State task.StepState // new step state
 	// Start marks the step running: attempt + 1, started_at = now.
 	Start bool
 	// StartCompensation: compensation_attempt + 1.
@@ -386,8 +386,8 @@ func (rn *run) apply(c change) store.StepRow {
 	return *row
 }
 
-func compensationEnd(state string) bool {
-	return state == "compensated" || state == "compensation_failed"
+func compensationEnd(state task.StepState) bool {
+	return state == task.StepCompensated || state == task.StepCompensationFailed
 }
 
 // saveOf is a step row as the task's next write stores it, with the marks

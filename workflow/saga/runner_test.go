@@ -191,7 +191,7 @@ func (b *testBundle) steps(t *testing.T, id string) map[string]string {
 	require.NoError(t, err)
 	out := map[string]string{}
 	for _, r := range rows {
-		out[r.Name] = r.State
+		out[r.Name] = string(r.State)
 	}
 	return out
 }
@@ -421,7 +421,7 @@ func TestCancelWhileWaitingCancelsTheApproval(t *testing.T) {
 	aps, err := b.st.ApprovalList(t.Context(), b.creator.TeamIDs(), tk.ID)
 	require.NoError(t, err)
 	require.Len(t, aps, 1)
-	require.Equal(t, string(task.ApprovalCancelled), aps[0].State)
+	require.Equal(t, task.ApprovalCancelled, aps[0].State)
 	require.Equal(t, map[string]string{"a": "compensated", "b": "skipped"}, b.steps(t, tk.ID))
 }
 
@@ -512,7 +512,7 @@ func TestKeysAreStoredBeforeAnyAction(t *testing.T) {
 	b.rec.mu.Lock()
 	require.Equal(t, []string{rows[1].IdempotencyKey}, b.rec.keys["do:effect"])
 	b.rec.mu.Unlock()
-	require.Equal(t, "pending", rows[2].State)
+	require.Equal(t, task.StepPending, rows[2].State)
 
 	close(b.rec.block["do:effect"])
 	got := b.wait(t, tk.ID, task.StateCompleted)
@@ -520,7 +520,7 @@ func TestKeysAreStoredBeforeAnyAction(t *testing.T) {
 	rows, err = b.st.StepList(t.Context(), tk.ID)
 	require.NoError(t, err)
 	for _, r := range rows {
-		require.Equal(t, "completed", r.State, r.Name)
+		require.Equal(t, task.StepCompleted, r.State, r.Name)
 		require.Equal(t, 1, r.Attempt, r.Name)
 		require.NotNil(t, r.StartedAt, r.Name)
 		require.NotNil(t, r.FinishedAt, r.Name)
@@ -557,7 +557,7 @@ func TestFastRunWritesOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rows, 2)
 	for _, r := range rows {
-		require.Equal(t, "completed", r.State, r.Name)
+		require.Equal(t, task.StepCompleted, r.State, r.Name)
 		require.Equal(t, 1, r.Attempt, r.Name)
 		require.NotNil(t, r.StartedAt, r.Name)
 		require.NotNil(t, r.FinishedAt, r.Name)

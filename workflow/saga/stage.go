@@ -24,7 +24,7 @@ func (rn *run) stage(st pipeline.Stage) (*queue.Outcome, error) {
 	var todo []pipeline.PlannedStep
 	for _, ps := range st.Steps {
 		switch rn.row(ps.Index).State {
-		case "completed", "skipped":
+		case task.StepCompleted, task.StepSkipped:
 		default:
 			todo = append(todo, ps)
 		}
@@ -69,7 +69,7 @@ func (rn *run) approvals(todo []pipeline.PlannedStep) (*queue.Outcome, error) {
 		}
 		a, err := rn.j.Store().ApprovalLatest(rn.ctx, rn.j.Task.ID, ps.Index)
 		switch {
-		case err == nil && a.State == "approved":
+		case err == nil && a.State == task.ApprovalApproved:
 			continue
 		case err != nil && !errors.Is(err, store.ErrNotFound):
 			return nil, fmt.Errorf("step %s: reading its approval: %w", ps.Name, err)
@@ -120,7 +120,7 @@ func (rn *run) group(st pipeline.Stage, todo []pipeline.PlannedStep) error {
 	}
 	done := 0 // already completed before this run
 	for _, ps := range st.Steps {
-		if rn.row(ps.Index).State == "completed" {
+		if rn.row(ps.Index).State == task.StepCompleted {
 			done++
 		}
 	}
@@ -227,7 +227,7 @@ func (rn *run) notStarted(gctx context.Context, ps pipeline.PlannedStep) error {
 	if !errors.Is(context.Cause(gctx), errLoser) || rn.ctx.Err() != nil {
 		return errLoser
 	}
-	if err := rn.write(change{Idx: ps.Index, State: "cancelled", Finish: true, Events: []task.Event{
+	if err := rn.write(change{Idx: ps.Index, State: task.StepCancelled, Finish: true, Events: []task.Event{
 		rn.event(ps, task.EventStepFailed, task.StatusCancelled, ps.Step.Action, fmt.Sprintf("Step %s not started: %s", ps.Name, errLoser), nil),
 	}}); err != nil {
 		return err

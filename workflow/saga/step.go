@@ -31,7 +31,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 		}
 		row := rn.row(ps.Index)
 		attempt := row.Attempt + 1
-		if err := rn.write(change{Idx: ps.Index, State: "running", Start: true, Events: []task.Event{
+		if err := rn.write(change{Idx: ps.Index, State: task.StepRunning, Start: true, Events: []task.Event{
 			rn.event(ps, task.EventStepStarted, task.StatusToolCall, ps.Step.Action,
 				"Step "+rn.of(ps)+" "+ps.Name+" started (attempt "+strconv.Itoa(attempt)+")",
 				json.RawMessage(`{"attempt":`+strconv.Itoa(attempt)+`}`)),
@@ -40,7 +40,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 		}
 		out, err := rn.execute(ctx, ps, ps.Step.Action, ps.Step.With, ps.Step.Timeout, false, attempt, row)
 		if err == nil {
-			return rn.write(change{Idx: ps.Index, State: "completed", Finish: true, Output: out, Events: []task.Event{
+			return rn.write(change{Idx: ps.Index, State: task.StepCompleted, Finish: true, Output: out, Events: []task.Event{
 				rn.event(ps, task.EventStepCompleted, task.StatusToolResult, ps.Step.Action,
 					"Step "+rn.of(ps)+" "+ps.Name+" completed", nil),
 			}})
@@ -58,7 +58,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 				reason = errLoser
 			}
 			msg := err.Error()
-			if werr := rn.write(change{Idx: ps.Index, State: "cancelled", Finish: true, Error: &msg, Events: []task.Event{
+			if werr := rn.write(change{Idx: ps.Index, State: task.StepCancelled, Finish: true, Error: &msg, Events: []task.Event{
 				rn.event(ps, task.EventStepFailed, task.StatusCancelled, ps.Step.Action, fmt.Sprintf("Step %s stopped: %s", ps.Name, reason), nil),
 			}}); werr != nil {
 				return werr
@@ -69,7 +69,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 		var perm *action.Permanent
 		if failures > ps.Step.Retries || errors.As(err, &perm) {
 			msg := err.Error()
-			if werr := rn.write(change{Idx: ps.Index, State: "failed", Finish: true, Error: &msg, Events: []task.Event{
+			if werr := rn.write(change{Idx: ps.Index, State: task.StepFailed, Finish: true, Error: &msg, Events: []task.Event{
 				rn.event(ps, task.EventStepFailed, task.StatusError, ps.Step.Action, fmt.Sprintf("Step %s failed: %s", ps.Name, msg), nil),
 			}}); werr != nil {
 				return werr
@@ -78,7 +78,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 		}
 		wait := rn.r.retryWait(failures, err)
 		msg := fmt.Sprintf("Step %s failed (%s); retrying in %s (%d of %d retries)", ps.Name, err, wait.Round(time.Millisecond), failures, ps.Step.Retries)
-		if werr := rn.write(change{Idx: ps.Index, State: "running", Events: []task.Event{
+		if werr := rn.write(change{Idx: ps.Index, State: task.StepRunning, Events: []task.Event{
 			rn.event(ps, task.EventStepRetrying, task.StatusLog, ps.Step.Action, msg, retryData(err, wait, attempt, attempt-failures+ps.Step.Retries+1)),
 		}}); werr != nil {
 			return werr

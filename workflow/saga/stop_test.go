@@ -85,7 +85,7 @@ func TestStopStartsNoNewStep(t *testing.T) {
 	require.Equal(t, 1, got.Attempt)
 	rows, err := st.StepList(t.Context(), tk.ID)
 	require.NoError(t, err)
-	require.Equal(t, []string{"completed", "pending", "pending"}, []string{rows[0].State, rows[1].State, rows[2].State})
+	require.Equal(t, []task.StepState{task.StepCompleted, task.StepPending, task.StepPending}, []task.StepState{rows[0].State, rows[1].State, rows[2].State})
 
 	startSagaPool(t, st, rec, "next", time.Minute, p)
 	require.Eventually(t, func() bool {

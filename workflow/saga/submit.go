@@ -99,7 +99,7 @@ func PlannedSteps(p *pipeline.Pipeline, params map[string]any, taskID, team stri
 	var out []store.StepSave
 	for _, st := range stages {
 		for _, ps := range st.Steps {
-			out = append(out, store.StepSave{Idx: ps.Index, Name: ps.Name, State: "pending",
+			out = append(out, store.StepSave{Idx: ps.Index, Name: ps.Name, State: task.StepPending,
 				IdempotencyKey: stepKey(taskID, team, params, ps)})
 		}
 	}

@@ -58,7 +58,7 @@ func TestSubmittedStepsStartWithoutAWrite(t *testing.T) {
 	stored, err := st.StepList(t.Context(), submitted.ID)
 	require.NoError(t, err)
 	require.Len(t, stored, 1)
-	require.Equal(t, "pending", stored[0].State)
+	require.Equal(t, task.StepPending, stored[0].State)
 
 	require.Equal(t, "do:a", <-rec.started)
 	tk, err := st.TaskGet(t.Context(), u.TeamIDs(), submitted.ID)
