@@ -339,6 +339,46 @@ func waitCh(t *testing.T, c chan struct{}) {
 	}
 }
 
+// A wake-up that comes while a claim is on its way is kept when that claim
+// comes back short: the claim's snapshot may be older than the task the
+// wake-up is for. Here the claim waits, mid-statement, for a concurrency
+// hold another transaction is inserting; a task submitted meanwhile wakes
+// the pool during the claim, and with an hour's poll only that wake-up can
+// get it claimed.
+func TestWakeUpDuringAClaimIsKept(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := setup(t)
+	keyed := testfactory.Task(t, b.store, b.user, &testfactory.TaskOpts{ConcurrencyKey: "k", ConcurrencyPolicy: "queue"})
+	other := testfactory.Task(t, b.store, b.user, nil)
+	tx, err := b.store.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	_, err = tx.Exec(ctx, `INSERT INTO concurrency_holds (team_id, key, task_id) VALUES ($1, 'k', $2)`, keyed.TeamID, other.ID)
+	require.NoError(t, err)
+
+	// The keyed task's run holds its key to the end (its end would wake the
+	// pool too); the others complete.
+	h := queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		if j.Task.ID == keyed.ID {
+			<-ctx.Done()
+			return queue.Outcome{}
+		}
+		return queue.Outcome{State: task.StateCompleted}
+	})
+	b.startPool(t, h, queue.Config{Workers: 3, PollInterval: time.Hour, Grace: 10 * time.Millisecond}, false)
+	require.Eventually(t, func() bool {
+		var waiting bool
+		err := b.store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%candidates AS%')`).Scan(&waiting)
+		return err == nil && waiting
+	}, 20*time.Second, 5*time.Millisecond, "the claim waits for the hold")
+	late := testfactory.Task(t, b.store, b.user, nil) // returns once the pool has its wake-up
+	require.NoError(t, tx.Rollback(ctx))
+	b.waitState(t, other.ID, task.StateCompleted, 20*time.Second)
+	b.waitState(t, late.ID, task.StateCompleted, 20*time.Second)
+}
+
 // A pool is woken by the submits of its own process without a NOTIFY: here
 // no notifier is attached and the poll interval is an hour, so each task
 // after the first claim is found only through store.OnTaskReady.

@@ -112,7 +112,10 @@ func (p *Pool) produce(ctx, bg context.Context) {
 				p.jobs <- j // never waits: held jobs are at most 2*Workers
 			}
 			p.busy.set(active)
-			want = len(res.claimed) == res.limit // more may be waiting
+			// A full claim says more may be waiting. A wake-up that came
+			// while the claim was on its way set want already and stays:
+			// the claim's snapshot may be older than the task it was for.
+			want = want || len(res.claimed) == res.limit
 		case ev := <-p.jobEvents:
 			// A freed slot is no reason to claim by itself: the last claim
 			// came back short, so nothing was left, and anything made
