@@ -98,10 +98,12 @@ func New(d Deps) *echo.Echo {
 	api.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.apiWebhookRedeliver)
 
 	// Sockets: no body-wrapping middleware around the hijacked connection.
-	e.GET("/api/v1/ws", h.wsAPI, h.authenticate, h.requireAPIUser)
-	e.GET("/tasks/:id/ws", h.wsTaskHTML, h.authenticate, h.requireAPIUser)
-	e.GET("/dashboard/ws", h.wsDashboard, h.authenticate, h.requireAPIUser)
-	e.GET("/tasks/ws", h.wsTaskList, h.authenticate, h.requireAPIUser)
+	// The origin is checked first: a foreign page is refused as foreign,
+	// signed in or not.
+	e.GET("/api/v1/ws", h.wsAPI, h.wsOrigin, h.authenticate, h.requireAPIUser)
+	e.GET("/tasks/:id/ws", h.wsTaskHTML, h.wsOrigin, h.authenticate, h.requireAPIUser)
+	e.GET("/dashboard/ws", h.wsDashboard, h.wsOrigin, h.authenticate, h.requireAPIUser)
+	e.GET("/tasks/ws", h.wsTaskList, h.wsOrigin, h.authenticate, h.requireAPIUser)
 
 	return e
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flightdeck/internal/auth"
+	"flightdeck/store"
 )
 
 type wsClient struct {
@@ -170,6 +171,14 @@ func TestWebSocketAuthAndOrigin(t *testing.T) {
 	_, res, err = b.dialWS(t, b.aliceToken, http.Header{"Origin": {"https://evil.test"}})
 	require.Error(t, err)
 	require.Equal(t, http.StatusForbidden, res.StatusCode, "a foreign origin is refused, token or not")
+	for _, path := range []string{"/api/v1/ws", "/tasks/ws", "/dashboard/ws", "/tasks/" + store.NewTaskID() + "/ws"} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		_, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.srv.URL, "http")+path,
+			&websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.test"}}})
+		cancel()
+		require.Error(t, err)
+		require.Equal(t, http.StatusForbidden, res.StatusCode, "%s: a foreign origin without credentials is refused as foreign", path)
+	}
 	_, _, err = b.dialWS(t, b.aliceToken, http.Header{"Origin": {b.srv.URL}})
 	require.NoError(t, err, "same origin is fine")
 }

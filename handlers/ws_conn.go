@@ -60,13 +60,22 @@ func (h *Handler) originAllowed(r *http.Request) bool {
 	})
 }
 
-// acceptWS checks the origin and upgrades; the returned conn's writer runs
-// until the conn closes.
-func (h *Handler) acceptWS(c echo.Context) (*wsConn, error) {
-	if !h.originAllowed(c.Request()) {
-		return nil, &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: "cross-origin WebSocket refused"}
+// wsOrigin refuses a socket from a foreign origin before anything else,
+// credentials or not (quality.md): a foreign page learns nothing, not even
+// whether its visitor is signed in.
+func (h *Handler) wsOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !h.originAllowed(c.Request()) {
+			return &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: "cross-origin WebSocket refused"}
+		}
+		return next(c)
 	}
-	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{InsecureSkipVerify: true /* checked above */})
+}
+
+// acceptWS upgrades (wsOrigin checked the origin); the returned conn's
+// writer runs until the conn closes.
+func (h *Handler) acceptWS(c echo.Context) (*wsConn, error) {
+	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{InsecureSkipVerify: true /* wsOrigin checked it */})
 	if err != nil {
 		return nil, nil // Accept already answered the client
 	}
