@@ -23,7 +23,7 @@ func (h *Handler) apiArtifactGet(c echo.Context) error {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, m.Name))
 	hd.Set("Cache-Control", "private, max-age=0, must-revalidate")
-	if match := c.Request().Header.Get("If-None-Match"); match != "" && strings.Contains(match, etag) {
+	if noneMatch(c.Request().Header.Values("If-None-Match"), etag) {
 		return c.NoContent(http.StatusNotModified)
 	}
 	ct := m.ContentType
@@ -41,4 +41,18 @@ func (h *Handler) apiArtifactGet(c echo.Context) error {
 		_, err := c.Response().Write(b)
 		return err
 	})
+}
+
+// noneMatch reports whether an If-None-Match header (RFC 9110 §13.1.2)
+// names etag: "*", or etag in its list, compared weakly (W/ ignored).
+func noneMatch(headers []string, etag string) bool {
+	for _, h := range headers {
+		for _, tag := range strings.Split(h, ",") {
+			tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+			if tag == "*" || tag == etag {
+				return true
+			}
+		}
+	}
+	return false
 }
