@@ -54,6 +54,7 @@ func (h *Handler) apiTaskCreate(c echo.Context) error {
 	p := store.TaskInsertParams{
 		TeamID: team.TeamID, CreatedByID: u.ID, IdempotencyKey: key, RequestHash: canonicalHash(body),
 		MaxPending: h.cfg.MaxPending, Traceparent: tracing.Traceparent(c.Request().Context()),
+		Team: team.Team, CreatedBy: u.Email,
 	}
 	if err := h.validateTaskCreate(c.Request().Context(), &req, team.Team, &p); err != nil {
 		return err

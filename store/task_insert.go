@@ -2,10 +2,12 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -55,6 +57,10 @@ type TaskInsertParams struct {
 	// Traceparent is the submitting request's W3C trace context ("" for
 	// none), which the task's runs link to (contract §8).
 	Traceparent string
+	// Team and CreatedBy (the team's name, the creator's email) complete
+	// the task TaskInsert answers when it cannot read the new task back;
+	// "" leaves them empty there.
+	Team, CreatedBy string
 }
 
 // TaskInsert accepts a task: the row and its first event are committed in
@@ -75,8 +81,8 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 		return nil, false, err
 	}
 	var id string
+	var res insertResult
 	for try := 0; ; try++ {
-		var res insertResult
 		if p.MaxPending > 0 {
 			res, err = s.taskInsertLocked(ctx, p)
 		} else {
@@ -116,6 +122,14 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 		}
 	}
 	t, err = s.TaskGet(ctx, []string{p.TeamID}, id)
+	if err != nil && created {
+		// The task is committed and will run: an error now (the database
+		// went away, the request's time ran out) would tell the client it
+		// was not accepted, and a retry without a key would submit it
+		// twice. The insert said what the database made; the rest is the
+		// request's.
+		return res.task(p), true, nil
+	}
 	return t, created, err
 }
 
@@ -123,6 +137,36 @@ type insertResult struct {
 	insertedID, existingID string
 	existingHash           []byte
 	room                   bool
+	// What the database made of a new task, for answering without a read.
+	state                  string
+	createdAt              time.Time
+	deadlineAt, finishedAt *time.Time
+	error                  *string
+	lastSeq                int
+}
+
+// task is the new task as the insert made it. blocked_by is left unknown
+// (null): it needs a read.
+func (r insertResult) task(p TaskInsertParams) *task.Task {
+	params := p.Params
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	t := &task.Task{
+		ID: r.insertedID, TeamID: p.TeamID, Team: p.Team, Kind: p.Kind, Pipeline: p.Pipeline, Params: params,
+		Prompt: p.Prompt, Priority: p.Priority, State: task.State(r.state), MaxAttempts: cmp.Or(p.MaxAttempts, 5),
+		CreatedByID: p.CreatedByID, CreatedBy: p.CreatedBy, CreatedAt: r.createdAt.UTC(),
+		DeadlineAt: r.deadlineAt, FinishedAt: r.finishedAt, Error: r.error, LastSeq: r.lastSeq,
+	}
+	for _, tp := range []*time.Time{t.DeadlineAt, t.FinishedAt} {
+		if tp != nil {
+			utc(tp)
+		}
+	}
+	if p.RerunOf != "" {
+		t.RerunOf = &p.RerunOf
+	}
+	return t
 }
 
 // taskInsertLocked inserts under the team's submission lock, so the pending
@@ -150,7 +194,9 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 	if maxAttempts == 0 {
 		maxAttempts = 5
 	}
-	var inserted, existing *string
+	var inserted, existing, state *string
+	var created *time.Time
+	var lastSeq *int
 	var st stepArrays
 	for _, step := range p.Steps {
 		st.add(p.ID, step)
@@ -180,7 +226,7 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 			FROM (SELECT 1) one LEFT JOIN holder h ON true
 			WHERE NOT EXISTS (SELECT 1 FROM existing) AND (h.task_id IS NOT NULL OR (SELECT ok FROM room))
 			ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-			RETURNING id, state, error
+			RETURNING id, state, error, created_at, deadline_at, finished_at, last_seq
 		), ev AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
 			SELECT id, 1, CASE WHEN state = 'cancelled' THEN 2 ELSE 1 END,
@@ -195,15 +241,18 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 			SELECT ins.id, s.idx, s.name, s.key, CASE WHEN ins.state = 'pending' THEN 'pending' ELSE 'skipped' END
 			FROM ins, unnest($18::int[], $19::text[], $20::text[]) AS s(idx, name, key)
 		)
-		SELECT (SELECT id FROM ins), (SELECT id FROM existing), (SELECT request_hash FROM existing), (SELECT ok FROM room)`,
+		SELECT i.id, (SELECT id FROM existing), (SELECT request_hash FROM existing), (SELECT ok FROM room),
+			i.state, i.created_at, i.deadline_at, i.finished_at, i.error, i.last_seq
+		FROM (SELECT 1) one LEFT JOIN ins i ON true`,
 		p.TeamID, p.CreatedByID, string(p.Kind), p.Pipeline, []byte(params), p.Prompt, int16(p.Priority), maxAttempts,
 		p.DeadlineSeconds, p.IdempotencyKey, p.RequestHash, nullJSON(p.Webhook), p.MaxPending, secretJSON(p.SecretParams),
-		p.ConcurrencyKey, p.ConcurrencyPolicy, p.ID, st.idx, st.names, st.keys, p.TargetKey, p.RerunOf, p.Traceparent).Scan(&inserted, &existing, &res.existingHash, &res.room)
+		p.ConcurrencyKey, p.ConcurrencyPolicy, p.ID, st.idx, st.names, st.keys, p.TargetKey, p.RerunOf, p.Traceparent).Scan(&inserted, &existing, &res.existingHash, &res.room,
+		&state, &created, &res.deadlineAt, &res.finishedAt, &res.error, &lastSeq)
 	if err != nil {
 		return res, interpretError(err)
 	}
 	if inserted != nil {
-		res.insertedID = *inserted
+		res.insertedID, res.state, res.createdAt, res.lastSeq = *inserted, *state, *created, *lastSeq
 	}
 	if existing != nil {
 		res.existingID = *existing
