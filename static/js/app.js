@@ -93,6 +93,16 @@ document.addEventListener("scroll", function (evt) {
   else if (el.autoTop === undefined || Math.abs(el.scrollTop - el.autoTop) > 1) el.dataset.follow = "0";
 }, true);
 
+// A reader who scrolled back to the bottom follows again even when lines
+// come before that scroll's event does: by then the box has grown, and the
+// event would find it above its bottom. So before each message is swapped
+// in, a box at its bottom is marked to follow.
+document.addEventListener("htmx:wsBeforeMessage", function () {
+  document.querySelectorAll(".log-box").forEach(function (el) {
+    if (el.clientHeight > 0 && logAtBottom(el)) el.dataset.follow = "1";
+  });
+});
+
 function followLogs() {
   document.querySelectorAll(".log-box").forEach(function (el) {
     while (el.children.length > maxLogLines) el.removeChild(el.firstElementChild);
