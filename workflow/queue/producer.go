@@ -35,6 +35,11 @@ type claimResult struct {
 	err     error
 }
 
+// recheckAfter is how soon a claim that may have missed a woken task is
+// followed by another: short beside the poll, long beside a submit rate's
+// gaps under load, when the next wake-up's claim comes first.
+const recheckAfter = 5 * time.Millisecond
+
 type heartbeatResult struct {
 	leases []store.Lease
 	status []store.LeaseStatus
@@ -58,6 +63,10 @@ func (p *Pool) produce(ctx, bg context.Context) {
 	held := map[*Job]bool{}
 	active := 0
 	claiming, want := false, true
+	// recheck fires a claim shortly after one that came back short while a
+	// wake-up arrived during it (see below); any claim started before then
+	// makes it moot.
+	var recheck <-chan time.Time
 	var claims chan claimResult = make(chan claimResult, 1)
 	var beats chan heartbeatResult = make(chan heartbeatResult, 1)
 	beating := false
@@ -76,6 +85,7 @@ func (p *Pool) produce(ctx, bg context.Context) {
 		if free := min(p.cfg.Workers-active, 2*p.cfg.Workers-len(held)); want && !claiming && !stopping && free > 0 {
 			limit := min(free, p.cfg.ClaimBatch)
 			claiming, want = true, false
+			recheck = nil // this claim sees every task committed before it
 			go func() {
 				claimed, err := p.store.TaskClaim(bg, p.cfg.ID, limit, p.cfg.Lease)
 				claims <- claimResult{claimed: claimed, limit: limit, err: err}
@@ -113,9 +123,16 @@ func (p *Pool) produce(ctx, bg context.Context) {
 			}
 			p.busy.set(active)
 			// A full claim says more may be waiting. A wake-up that came
-			// while the claim was on its way set want already and stays:
-			// the claim's snapshot may be older than the task it was for.
-			want = want || len(res.claimed) == res.limit
+			// while a short claim was on its way may be for a task its
+			// snapshot did not see: look again shortly, unless another
+			// claim starts first (the next wake-up's, under load). Claiming
+			// at once instead kept an empty claim in flight for new tasks
+			// to wait behind.
+			woke := want
+			want = len(res.claimed) == res.limit
+			if woke && !want {
+				recheck = time.After(recheckAfter)
+			}
 		case ev := <-p.jobEvents:
 			// A freed slot is no reason to claim by itself: the last claim
 			// came back short, so nothing was left, and anything made
@@ -136,6 +153,8 @@ func (p *Pool) produce(ctx, bg context.Context) {
 					j.interrupt(req.cause)
 				}
 			}
+		case <-recheck:
+			recheck, want = nil, true
 		case <-p.wake:
 			want = true
 		case <-poll.C:
