@@ -66,7 +66,7 @@ func TestDashboardHistory(t *testing.T) {
 	require.NoError(t, err)
 
 	t.Run("RunTimesOfCompletedTasks", func(t *testing.T) {
-		got := rollup.RunTimesOf(rollups, now)
+		got := rollup.RunTimesOf(rollups, at(-60)) // from the day of the first run: near midnight UTC, that is yesterday
 		require.Len(t, got, 1)
 		require.Equal(t, "web-service", got[0].Pipeline)
 		require.Equal(t, 3, got[0].Runs)
