@@ -31,11 +31,15 @@ import (
 
 // Config configures a Pool. Zero values mean the defaults.
 type Config struct {
-	ID             string        // worker id (lease owner); default host-pid-random
-	Workers        int           // concurrent tasks, default 8
-	Lease          time.Duration // default 10s; heartbeats renew every Lease/3
-	PollInterval   time.Duration // claim poll when no wake-up arrives, default 500ms
-	RescueInterval time.Duration // expired-lease sweep, default Lease/2
+	ID           string        // worker id (lease owner); default host-pid-random
+	Workers      int           // concurrent tasks, default 8
+	Lease        time.Duration // default 10s; heartbeats renew every Lease/3
+	PollInterval time.Duration // claim poll when no wake-up arrives, default 500ms
+	// RescueInterval is the expired-lease sweep (with the housekeeping:
+	// scheduled retries, deadlines), default Lease/4: a dead worker's task
+	// is claimed again at most a lease and a quarter after its last renewal
+	// (12.5 s by default, within quality.md's 15 s), not a lease and a half.
+	RescueInterval time.Duration
 	// Grace is how long running steps may finish once the pool stops
 	// (default 30s); then they are interrupted and their tasks handed back.
 	Grace          time.Duration
@@ -73,7 +77,7 @@ func New(st *store.Store, handlers map[task.Kind]Handler, hub *event.Hub, cfg Co
 	cfg.Workers = cmp.Or(cfg.Workers, 8)
 	cfg.Lease = cmp.Or(cfg.Lease, 10*time.Second)
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, 500*time.Millisecond)
-	cfg.RescueInterval = cmp.Or(cfg.RescueInterval, cfg.Lease/2)
+	cfg.RescueInterval = cmp.Or(cfg.RescueInterval, cfg.Lease/4)
 	cfg.Grace = cmp.Or(cfg.Grace, 30*time.Second)
 	cfg.ClaimBatch = cmp.Or(cfg.ClaimBatch, min(cfg.Workers, 200))
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, 24*time.Hour)
