@@ -15,6 +15,14 @@ type decisionRequest struct {
 
 const maxCommentBytes = 4096
 
+// checkComment checks a person's comment on a decision or a resolution.
+func checkComment(s string) error {
+	if len(s) > maxCommentBytes {
+		return errInvalid("comment", "comment must be at most %d bytes", maxCommentBytes)
+	}
+	return checkText("comment", s)
+}
+
 func (h *Handler) apiApprovalApprove(c echo.Context) error { return h.apiApprovalDecide(c, true) }
 func (h *Handler) apiApprovalReject(c echo.Context) error  { return h.apiApprovalDecide(c, false) }
 
@@ -36,10 +44,7 @@ func (h *Handler) apiApprovalDecide(c echo.Context, approve bool) error {
 // unknown task is 404; an approval the task does not have is, like a decided
 // or expired one, not pending: 409 (contract §3).
 func (h *Handler) decideApproval(c echo.Context, taskID, approvalID string, approve bool, comment string) (*store.Approval, error) {
-	if len(comment) > maxCommentBytes {
-		return nil, errInvalid("comment", "comment must be at most %d bytes", maxCommentBytes)
-	}
-	if err := checkText("comment", comment); err != nil {
+	if err := checkComment(comment); err != nil {
 		return nil, err
 	}
 	ctx := c.Request().Context()

@@ -25,10 +25,7 @@ func (h *Handler) apiTaskResolve(c echo.Context) error {
 	if req.Action != "retry" && req.Action != "resolve" {
 		return errInvalid("action", "action must be retry or resolve")
 	}
-	if len(req.Comment) > maxCommentBytes {
-		return errInvalid("comment", "comment must be at most %d bytes", maxCommentBytes)
-	}
-	if err := checkText("comment", req.Comment); err != nil {
+	if err := checkComment(req.Comment); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
