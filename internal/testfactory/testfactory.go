@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"flightdeck/internal/auth"
 	"flightdeck/store"
@@ -128,7 +127,7 @@ func claim(t testing.TB, st *store.Store, taskID string) string {
 // through others (migration 00026). Never for what a test checks.
 func Fixture(t testing.TB, db interface {
 	Begin(context.Context) (pgx.Tx, error)
-}, sql string, args ...any) pgconn.CommandTag {
+}, sql string, args ...any) {
 	t.Helper()
 	ctx := t.Context()
 	tx, err := db.Begin(ctx)
@@ -139,12 +138,10 @@ func Fixture(t testing.TB, db interface {
 	if _, err := tx.Exec(ctx, `SELECT set_config('flightdeck.fixture', 'on', true)`); err != nil {
 		t.Fatalf("error starting a fixture: %v", err)
 	}
-	tag, err := tx.Exec(ctx, sql, args...)
-	if err != nil {
+	if _, err := tx.Exec(ctx, sql, args...); err != nil {
 		t.Fatalf("error in a fixture: %v", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatalf("error committing a fixture: %v", err)
 	}
-	return tag
 }
