@@ -44,6 +44,12 @@ func (s State) Terminal() bool {
 	return s == StateCompleted || s == StateFailed || s == StateCancelled
 }
 
+// Claimable reports whether a worker may claim a task in s (when it holds
+// no lease): pending tasks start or resume, compensating ones undo steps.
+func (s State) Claimable() bool {
+	return s == StatePending || s == StateCompensating
+}
+
 // Valid reports whether s is a known state.
 func (s State) Valid() bool {
 	_, ok := transitions[s]
