@@ -67,8 +67,8 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 	if len(ws) == 0 {
 		return nil, nil
 	}
-	if !slices.ContainsFunc(ws, func(w TaskWrite) bool { return w.parks() }) {
-		out, notes, err := taskApply(ctx, s.pool, ws)
+	if !slices.ContainsFunc(ws, func(w TaskWrite) bool { return w.parks() || w.State.Terminal() }) {
+		out, _, notes, err := taskApply(ctx, s.pool, ws)
 		if err != nil {
 			return nil, err
 		}
@@ -91,9 +91,8 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 			lost[ws[i].ID] = !ok
 		}
 		ws = slices.DeleteFunc(ws, func(w TaskWrite) bool { return lost[w.ID] })
-		var notes wake.Notes
 		var err error
-		out, notes, err = taskApply(ctx, tx, ws)
+		out, err = taskApplyTx(ctx, tx, ws...)
 		if err != nil {
 			return err
 		}
@@ -104,17 +103,20 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 				}
 			}
 		}
-		noteTx(tx, notes)
 		return nil
 	})
 	return out, err
 }
 
-// TaskApply makes a person's or the system's changes in tx (which locked
-// their rows): see TaskWrite.
+// taskApplyTx applies ws in tx (for a person's or the system's change, tx
+// locked the rows first) and keeps the rollups and environments of the
+// tasks they end.
 func taskApplyTx(ctx context.Context, tx pgx.Tx, ws ...TaskWrite) (map[string]Written, error) {
-	out, notes, err := taskApply(ctx, tx, ws)
+	out, ended, notes, err := taskApply(ctx, tx, ws)
 	if err != nil {
+		return nil, err
+	}
+	if err := taskEnded(ctx, tx, ended); err != nil {
 		return nil, err
 	}
 	noteTx(tx, notes)
@@ -131,8 +133,9 @@ type rowsQuerier interface {
 // the events, encoded by the one codec, as one batch row per task, so a
 // state change and its events always commit together (invariant 6). Tasks
 // are updated in id order, as concurrent batches and claims lock rows, so
-// they do not deadlock. It returns what it applied and what to announce.
-func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]Written, wake.Notes, error) {
+// they do not deadlock. It returns what it applied, the tasks it ended
+// (whose rollups the caller keeps, taskEnded) and what to announce.
+func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]Written, []Ended, wake.Notes, error) {
 	ws = slices.Clone(ws)
 	slices.SortFunc(ws, func(a, b TaskWrite) int { return cmp.Compare(a.ID, b.ID) })
 	n := len(ws)
@@ -149,9 +152,9 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		WITH input AS (
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::text[], $6::bool[], $7::jsonb[],
 				$8::timestamptz[], $9::bool[], $10::bool[], $11::bool[], $12::smallint[], $13::int[], $14::int[], $15::int[],
-				$16::int[], $17::jsonb[])
+				$16::int[], $17::jsonb[], $30::bool[])
 				AS i(id, token, state, release, error, keep_error, result, run_after, bump, finished, cancel, priority,
-					progress, n, done, total, events)
+					progress, n, done, total, events, waits)
 		), written AS (
 			UPDATE tasks t SET
 				state = COALESCE(NULLIF(i.state, ''), t.state),
@@ -167,10 +170,17 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				lease_expires_at = CASE WHEN i.release THEN NULL ELSE t.lease_expires_at END,
 				last_seq = t.last_seq + i.n,
 				progress_step = COALESCE(i.progress, t.progress_step + i.done),
-				progress_total = GREATEST(t.progress_total, i.total)
+				progress_total = GREATEST(t.progress_total, i.total),
+				-- time spent waiting for people is not run time
+				waiting_since = CASE WHEN i.state = '' THEN t.waiting_since WHEN i.waits THEN COALESCE(t.waiting_since, now()) END,
+				waited_ms = t.waited_ms + CASE WHEN i.state <> '' AND NOT i.waits AND t.waiting_since IS NOT NULL
+					THEN GREATEST(0, (extract(epoch FROM now() - t.waiting_since) * 1000)::bigint) ELSE 0 END
 			FROM input i
 			WHERE t.id = i.id AND (i.token IS NULL OR t.lease_token = i.token)
-			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed
+			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed, i.finished,
+				t.team_id, t.kind, t.pipeline, t.created_at, t.started_at, t.finished_at, t.waited_ms, t.target_key,
+				CASE WHEN i.finished THEN t.pipeline || ' ' || COALESCE(t.target_key, t.concurrency_key, (t.params - 'version')::text) END AS restore_target,
+				CASE WHEN i.finished THEN t.params::text END AS params
 		), written_events AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
 			SELECT id, last_seq - n + 1, last_seq, events FROM written WHERE n > 0
@@ -191,46 +201,65 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				finished_at = COALESCE(excluded.finished_at, ts.finished_at),
 				compensated_at = COALESCE(excluded.compensated_at, ts.compensated_at)
 		)
-		SELECT id, state, last_seq, keyed FROM written`,
+		SELECT id, state, last_seq, keyed, finished, team_id, kind, pipeline, created_at, started_at, finished_at, waited_ms,
+			target_key, restore_target, params FROM written`,
 		in.ids, in.tokens, in.states, in.release, in.errs, in.keepErr, in.results, in.runAfter, in.bump, in.finished,
 		in.cancel, in.priority, in.progress, in.counts, in.done, in.total, in.events,
 		st.taskIDs, st.idx, st.names, st.keys, st.states, st.attempts, st.compAttempts, st.outputs, st.errs,
-		st.started, st.finished, st.compensated)
+		st.started, st.finished, st.compensated, in.waits)
 	if err != nil {
-		return nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
 	defer rows.Close()
 	out := make(map[string]Written, n)
+	var ended []Ended
 	notes := wake.Notes{Events: make([]wake.TaskSeq, 0, n)}
 	for rows.Next() {
-		var id, state string
+		var id, state, teamID, kind, pipeline string
 		var seq int
-		var keyed bool
-		if err := rows.Scan(&id, &state, &seq, &keyed); err != nil {
-			return nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		var keyed, finished bool
+		var created time.Time
+		var started, finishedAt *time.Time
+		var waited int64
+		var targetKey, restoreTarget, params *string
+		if err := rows.Scan(&id, &state, &seq, &keyed, &finished, &teamID, &kind, &pipeline, &created, &started, &finishedAt,
+			&waited, &targetKey, &restoreTarget, &params); err != nil {
+			return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 		}
 		out[id] = Written{State: task.State(state), LastSeq: seq}
+		if finished && finishedAt != nil {
+			ended = append(ended, Ended{ID: id, TeamID: teamID, Kind: task.Kind(kind), Pipeline: pipeline, State: task.State(state),
+				CreatedAt: created, StartedAt: started, FinishedAt: *finishedAt, WaitedMS: waited, TargetKey: deref(targetKey),
+				RestoreTarget: deref(restoreTarget), Params: deref(params)})
+		}
 		notes.Events = append(notes.Events, wake.TaskSeq{ID: id, Seq: seq})
 		// tasks handed back can be claimed at once, and so can the next
 		// task of a concurrency key its holder gave up
 		notes.Ready = notes.Ready || task.State(state).Claimable() || keyed && task.State(state).Terminal()
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
-	return out, notes, nil
+	return out, ended, notes, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // applyArrays are TaskWrites as the parallel arrays unnest wants.
 type applyArrays struct {
-	ids, states                              []string
-	tokens, errs                             []*string
-	release, keepErr, bump, finished, cancel []bool
-	results, events                          [][]byte
-	runAfter                                 []*time.Time
-	priority                                 []int16
-	progress                                 []*int32
-	counts, done, total                      []int32
+	ids, states                                     []string
+	tokens, errs                                    []*string
+	release, keepErr, bump, finished, cancel, waits []bool
+	results, events                                 [][]byte
+	runAfter                                        []*time.Time
+	priority                                        []int16
+	progress                                        []*int32
+	counts, done, total                             []int32
 }
 
 func (a *applyArrays) grow(n int) {
@@ -268,6 +297,7 @@ func (a *applyArrays) add(w TaskWrite) {
 	a.release, a.errs, a.keepErr = append(a.release, w.Release), append(a.errs, w.Error), append(a.keepErr, keep)
 	a.results, a.runAfter, a.bump = append(a.results, result), append(a.runAfter, w.RunAfter), append(a.bump, w.BumpAttempt)
 	a.finished, a.cancel = append(a.finished, w.State.Terminal()), append(a.cancel, w.Cancel)
+	a.waits = append(a.waits, w.State.WaitsForPerson())
 	a.priority, a.progress = append(a.priority, int16(w.Priority)), append(a.progress, progress)
 	a.counts, a.done, a.total = append(a.counts, int32(len(w.Events))), append(a.done, int32(d)), append(a.total, int32(tot))
 	a.events = append(a.events, encodeEvents(w.Events))

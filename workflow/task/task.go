@@ -50,6 +50,12 @@ func (s State) Claimable() bool {
 	return s == StatePending || s == StateCompensating
 }
 
+// WaitsForPerson reports whether a task in s waits for a person's decision
+// or answer: that time is not run time (the dashboard's rollups).
+func (s State) WaitsForPerson() bool {
+	return s == StateAwaitingApproval || s == StateAwaitingInput
+}
+
 // Valid reports whether s is a known state.
 func (s State) Valid() bool {
 	_, ok := transitions[s]
