@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -315,7 +316,7 @@ func (j *Job) Emit(e task.Event) {
 }
 
 // SaveStep buffers a step row for the next write; a later save of the same
-// step replaces it, keeping its Started, Finished and Compensated marks.
+// step replaces it, keeping the times the earlier one set (the first start).
 func (j *Job) SaveStep(s store.StepSave) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -325,9 +326,9 @@ func (j *Job) SaveStep(s store.StepSave) {
 func (j *Job) saveStepLocked(s store.StepSave) {
 	for i := range j.steps {
 		if prev := j.steps[i]; prev.Idx == s.Idx {
-			s.Started = s.Started || prev.Started
-			s.Finished = s.Finished || prev.Finished
-			s.Compensated = s.Compensated || prev.Compensated
+			s.StartedAt = cmp.Or(prev.StartedAt, s.StartedAt)
+			s.FinishedAt = cmp.Or(s.FinishedAt, prev.FinishedAt)
+			s.CompensatedAt = cmp.Or(s.CompensatedAt, prev.CompensatedAt)
 			j.steps[i] = s
 			return
 		}
