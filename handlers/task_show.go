@@ -77,7 +77,8 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 		return p, err
 	}
 	for _, a := range aps {
-		v := pages.ApprovalView{ID: a.ID, Step: a.Step, State: string(a.State), RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt}
+		v := pages.ApprovalView{ID: a.ID, Step: a.Step, State: string(a.State), RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt,
+			ToolCall: a.Kind == string(task.ApprovalToolCall), Roles: a.Roles}
 		if a.DecidedBy != nil {
 			v.DecidedBy = *a.DecidedBy
 		}

@@ -188,9 +188,9 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 			INSERT INTO task_steps AS ts (task_id, idx, name, idempotency_key, state, attempt, compensation_attempt,
 				output, error, started_at, finished_at, compensated_at)
 			SELECT s.task_id, s.idx, s.name, s.key, s.state, s.attempt, s.comp_attempt, s.output, s.error,
-				CASE WHEN s.started THEN now() END, CASE WHEN s.finished THEN now() END, CASE WHEN s.compensated THEN now() END
+				s.started, s.finished, s.compensated
 			FROM unnest($18::uuid[], $19::int[], $20::text[], $21::text[], $22::text[], $23::int[], $24::int[],
-				$25::jsonb[], $26::text[], $27::bool[], $28::bool[], $29::bool[])
+				$25::jsonb[], $26::text[], $27::timestamptz[], $28::timestamptz[], $29::timestamptz[])
 				AS s(task_id, idx, name, key, state, attempt, comp_attempt, output, error, started, finished, compensated)
 			WHERE s.task_id IN (SELECT id FROM written)
 			ON CONFLICT (task_id, idx) DO UPDATE SET
@@ -321,7 +321,7 @@ type stepArrays struct {
 	idx, attempts, compAttempts    []int32
 	outputs                        [][]byte
 	errs                           []*string
-	started, finished, compensated []bool
+	started, finished, compensated []*time.Time
 }
 
 func (c *stepArrays) add(taskID string, s StepSave) {
@@ -333,5 +333,5 @@ func (c *stepArrays) add(taskID string, s StepSave) {
 	c.keys, c.states = append(c.keys, s.IdempotencyKey), append(c.states, string(s.State))
 	c.attempts, c.compAttempts = append(c.attempts, int32(s.Attempt)), append(c.compAttempts, int32(s.CompensationAttempt))
 	c.outputs, c.errs = append(c.outputs, out), append(c.errs, s.Error)
-	c.started, c.finished, c.compensated = append(c.started, s.Started), append(c.finished, s.Finished), append(c.compensated, s.Compensated)
+	c.started, c.finished, c.compensated = append(c.started, s.StartedAt), append(c.finished, s.FinishedAt), append(c.compensated, s.CompensatedAt)
 }

@@ -39,6 +39,8 @@ type ApprovalView struct {
 	RequestedAt, ExpiresAt              time.Time
 	CanDecide                           bool
 	WhyNot                              string // why the viewer cannot decide
+	ToolCall                            bool   // an agent's tool call (its creator may confirm it)
+	Roles                               []string
 	// Detail is an agent tool call's exact call (tool, arguments, plan) as JSON.
 	Detail string
 }
@@ -97,4 +99,68 @@ func stampPtr(t *time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// Deciders says who may decide an approval, as the inbox says it.
+func Deciders(toolCall bool, roles []string, createdBy string) string {
+	if toolCall {
+		return createdBy + " (who asked) or any " + joinOr(roles)
+	}
+	return "any " + joinOr(roles) + ", except " + createdBy + " (who asked)"
+}
+
+func taskNoun(t TaskView) string {
+	if t.Kind == "agent" {
+		return "agent task"
+	}
+	return "deploy"
+}
+
+// deployChange says what a deploy changes: "shop staging: version 1.0.0 → 1.1.0".
+func deployChange(d *DeployView) string {
+	if d == nil || d.Version == "" {
+		return ""
+	}
+	var where string
+	for _, t := range d.Target {
+		where += t.Value + " "
+	}
+	if d.FromTask == "" {
+		return fmt.Sprintf("%s%s %s (first deploy of this target)", where, d.VersionName, d.Version)
+	}
+	return fmt.Sprintf("%s%s %s → %s", where, d.VersionName, d.From, d.Version)
+}
+
+// cancelDetail says what a cancel changes.
+func cancelDetail(p TaskShowProps) string {
+	what := "It stops now; the steps it completed are undone, last first."
+	if c := deployChange(p.Task.Deploy); c != "" && p.Task.Deploy.FromTask != "" {
+		return fmt.Sprintf("%s will not happen: %s keeps %s %s. %s", c, targetText(p.Task.Deploy), p.Task.Deploy.VersionName, p.Task.Deploy.From, what)
+	}
+	return what
+}
+
+// approvalDetail says what a decision changes.
+func approvalDetail(p TaskShowProps, a ApprovalView, approve bool) string {
+	c := deployChange(p.Task.Deploy)
+	switch {
+	case approve && c != "":
+		return "The deploy goes on and runs " + a.Step + ": " + c + "."
+	case approve:
+		return "The task goes on and runs " + a.Step + "."
+	case c != "":
+		return "The deploy is cancelled and its completed steps undone: " + c + " will not happen."
+	}
+	return "The task is cancelled and its completed steps undone."
+}
+
+func targetText(d *DeployView) string {
+	var out string
+	for i, t := range d.Target {
+		if i > 0 {
+			out += " "
+		}
+		out += t.Value
+	}
+	return out
 }

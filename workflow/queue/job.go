@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -329,20 +330,21 @@ func (j *Job) Emit(e task.Event) {
 }
 
 // SaveStep buffers a step row for the next write; a later save of the same
-// step replaces it (a save is the whole row).
+// step replaces it, keeping the times the earlier one set (the first start).
 func (j *Job) SaveStep(s store.StepSave) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.buf.Steps = mergeSteps(j.buf.Steps, s)
 }
 
-// mergeSteps puts s in steps, replacing an older save of its step.
+// mergeSteps puts s in steps, replacing an older save of its step but
+// keeping the times the earlier one set (the first start).
 func mergeSteps(steps []store.StepSave, s store.StepSave) []store.StepSave {
 	for i := range steps {
 		if prev := steps[i]; prev.Idx == s.Idx {
-			s.Started = s.Started || prev.Started
-			s.Finished = s.Finished || prev.Finished
-			s.Compensated = s.Compensated || prev.Compensated
+			s.StartedAt = cmp.Or(prev.StartedAt, s.StartedAt)
+			s.FinishedAt = cmp.Or(s.FinishedAt, prev.FinishedAt)
+			s.CompensatedAt = cmp.Or(s.CompensatedAt, prev.CompensatedAt)
 			steps[i] = s
 			return steps
 		}

@@ -181,7 +181,7 @@ func (rn *run) initSteps() {
 			row := store.StepRow{Idx: ps.Index, Name: ps.Name, State: task.StepPending,
 				IdempotencyKey: stepKey(rn.j.Task.ID, rn.j.Task.Team, rn.params, ps)}
 			rn.steps[ps.Index] = &row
-			rn.j.SaveStep(saveOf(row, change{}))
+			rn.j.SaveStep(saveOf(row, change{}, time.Time{}))
 			rn.keysStored = false
 		}
 	}
@@ -326,7 +326,7 @@ func (rn *run) write(c change) error {
 		rn.j.Emit(e)
 	}
 	if c.Idx > 0 {
-		rn.j.SaveStep(saveOf(rn.apply(c), c))
+		rn.j.SaveStep(saveOf(rn.apply(c), c, time.Now()))
 	}
 	if c.TaskState != "" {
 		rn.j.SetState(c.TaskState)
@@ -392,12 +392,21 @@ func compensationEnd(state task.StepState) bool {
 	return state == task.StepCompensated || state == task.StepCompensationFailed
 }
 
-// saveOf is a step row as the task's next write stores it, with the marks
-// of change c.
-func saveOf(row store.StepRow, c change) store.StepSave {
-	return store.StepSave{Idx: row.Idx, Name: row.Name, IdempotencyKey: row.IdempotencyKey, State: row.State,
-		Attempt: row.Attempt, CompensationAttempt: row.CompensationAttempt, Output: row.Output, Error: row.Error,
-		Started: c.Start, Finished: c.Finish && !compensationEnd(c.State), Compensated: c.Finish && compensationEnd(c.State)}
+// saveOf is a step row as the task's next write stores it, with the times
+// change c marks: at, when the run made the change (the step really
+// started or ended then, whenever the batched write goes out).
+func saveOf(row store.StepRow, c change, at time.Time) store.StepSave {
+	s := store.StepSave{Idx: row.Idx, Name: row.Name, IdempotencyKey: row.IdempotencyKey, State: row.State,
+		Attempt: row.Attempt, CompensationAttempt: row.CompensationAttempt, Output: row.Output, Error: row.Error}
+	switch {
+	case c.Start:
+		s.StartedAt = &at
+	case c.Finish && compensationEnd(c.State):
+		s.CompensatedAt = &at
+	case c.Finish:
+		s.FinishedAt = &at
+	}
+	return s
 }
 
 func (rn *run) event(ps pipeline.PlannedStep, typ task.EventType, status task.Status, tool, msg string, data any) task.Event {
