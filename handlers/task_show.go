@@ -2,12 +2,14 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/internal/auth"
+	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/task"
 )
@@ -15,6 +17,10 @@ import (
 func (h *Handler) taskShow(c echo.Context) error {
 	m := newRunModel()
 	p, err := h.loadTaskShow(c.Request().Context(), userOf(c), c.Param("id"), m)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundPage("No such task", "None of your teams' tasks has the id "+c.Param("id")+". It may be mistyped, or the task is another team's.",
+			"/tasks", "Back to tasks")
+	}
 	if err != nil {
 		return err
 	}

@@ -250,7 +250,7 @@ func (p *Param) Describe() string {
 	}
 	what := "text"
 	if p.Type == "list" {
-		what = "a comma-separated list"
+		what = "a list, one item per line or comma-separated"
 	}
 	if p.Pattern != "" {
 		what += " in the form this pipeline defines"
