@@ -32,8 +32,8 @@ func TestNoPageCarriesAnInlineEventHandler(t *testing.T) {
 		taskIDs = append(taskIDs, r.body["id"].(string))
 	}
 	fill := map[string][]string{
-		"/tasks/:id":        append(taskIDs, "00000000-0000-4000-8000-000000000000", "not-a-uuid"),
-		"/webhooks/:id":     {created.body["id"].(string)},
+		"/tasks/:id":         append(taskIDs, "00000000-0000-4000-8000-000000000000", "not-a-uuid"),
+		"/webhooks/:id":      {created.body["id"].(string)},
 		"/login/link/:token": {"no-such-link"},
 	}
 	var paths []string
