@@ -46,13 +46,7 @@ func (h *Handler) taskCreate(c echo.Context) error {
 			}
 			params[prm.Name] = n
 		case "list":
-			var items []any
-			for _, it := range strings.Split(v, ",") {
-				if it = strings.TrimSpace(it); it != "" {
-					items = append(items, it)
-				}
-			}
-			params[prm.Name] = items
+			params[prm.Name] = formList(v)
 		default:
 			params[prm.Name] = v
 		}
