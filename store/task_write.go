@@ -194,12 +194,10 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				AS s(task_id, idx, name, key, state, attempt, comp_attempt, output, error, started, finished, compensated)
 			WHERE s.task_id IN (SELECT id FROM written)
 			ON CONFLICT (task_id, idx) DO UPDATE SET
+				-- a save is the whole row as its handler keeps it
 				state = excluded.state, attempt = excluded.attempt, compensation_attempt = excluded.compensation_attempt,
-				output = COALESCE(excluded.output, ts.output), error = excluded.error,
-				-- the first attempt's start: a step's duration spans its retries
-				started_at = COALESCE(ts.started_at, excluded.started_at),
-				finished_at = COALESCE(excluded.finished_at, ts.finished_at),
-				compensated_at = COALESCE(excluded.compensated_at, ts.compensated_at)
+				output = excluded.output, error = excluded.error, started_at = excluded.started_at,
+				finished_at = excluded.finished_at, compensated_at = excluded.compensated_at
 		)
 		SELECT id, state, last_seq, keyed, finished, team_id, kind, pipeline, created_at, started_at, finished_at, waited_ms,
 			target_key, restore_target, params FROM written`,
