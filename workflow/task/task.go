@@ -35,6 +35,10 @@ const (
 	StateCancelled        State = "cancelled"
 )
 
+// MaxAttemptsDefault is how often a task is started when its submit does
+// not say (contract §2: a start its worker did not live through counts).
+const MaxAttemptsDefault = 5
+
 // States lists every state, in lifecycle order.
 var States = []State{StatePending, StateScheduled, StateRunning, StateAwaitingApproval, StateAwaitingInput,
 	StateCompensating, StateNeedsAttention, StateCompleted, StateFailed, StateCancelled}
