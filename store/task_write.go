@@ -32,6 +32,11 @@ type TaskWrite struct {
 	BumpAttempt bool
 	Events      []task.Event
 	Steps       []StepSave
+	// With Release and State paused: the failed step the task waits on a
+	// decision about (nil for a person's pause), and how long the decision
+	// may take (from the database's clock; 0 for no deadline).
+	FailedStep      *task.FailedStep
+	DecisionTimeout time.Duration
 }
 
 // Written is what a write left: the task's state and its last seq.
@@ -58,6 +63,7 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 	errs, results, runAfter := make([]*string, n), make([][]byte, n), make([]*time.Time, n)
 	counts, done, total := make([]int32, n), make([]int32, n), make([]int32, n)
 	events := make([][]byte, n)
+	failedSteps, decisionSecs := make([][]byte, n), make([]float64, n)
 	var st stepArrays
 	for i, w := range ws {
 		ids[i], tokens[i], states[i], release[i], bump[i] = w.ID, w.Token, string(w.State), w.Release, w.BumpAttempt
@@ -67,6 +73,10 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 		}
 		d, tot := progressOf(w.Events)
 		counts[i], done[i], total[i], events[i] = int32(len(w.Events)), int32(d), int32(tot), encodeEvents(w.Events)
+		if w.FailedStep != nil {
+			failedSteps[i], _ = json.Marshal(w.FailedStep)
+		}
+		decisionSecs[i] = w.DecisionTimeout.Seconds()
 		for _, s := range w.Steps {
 			st.add(w.ID, s)
 		}
@@ -74,8 +84,8 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 	rows, err := s.pool.Query(ctx, `
 		WITH input AS (
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::text[], $6::jsonb[], $7::timestamptz[],
-				$8::bool[], $9::int[], $10::int[], $11::int[], $12::jsonb[])
-				AS i(id, token, state, release, error, result, run_after, bump, n, done, total, events)
+				$8::bool[], $9::int[], $10::int[], $11::int[], $12::jsonb[], $25::jsonb[], $26::float8[])
+				AS i(id, token, state, release, error, result, run_after, bump, n, done, total, events, failed_step, decision_secs)
 		), written AS (
 			UPDATE tasks t SET
 				state = COALESCE(NULLIF(i.state, ''), t.state),
@@ -88,6 +98,11 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 				lease_owner = CASE WHEN i.release THEN NULL ELSE t.lease_owner END,
 				lease_token = CASE WHEN i.release THEN NULL ELSE t.lease_token END,
 				lease_expires_at = CASE WHEN i.release THEN NULL ELSE t.lease_expires_at END,
+				-- a pause request lasts while the task runs or waits to run again
+				pause_requested_at = CASE WHEN COALESCE(NULLIF(i.state, ''), t.state) IN ('running', 'pending') THEN t.pause_requested_at END,
+				failed_step = CASE WHEN i.release THEN i.failed_step ELSE t.failed_step END,
+				decision_expires_at = CASE WHEN i.release AND i.decision_secs > 0 THEN now() + make_interval(secs => i.decision_secs)
+					WHEN i.release THEN NULL ELSE t.decision_expires_at END,
 				last_seq = t.last_seq + i.n,
 				progress_step = t.progress_step + i.done,
 				progress_total = GREATEST(t.progress_total, i.total)
@@ -117,7 +132,7 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 		SELECT id, state, last_seq, keyed FROM written`,
 		ids, tokens, states, release, errs, results, runAfter, bump, counts, done, total, events,
 		st.taskIDs, st.idx, st.names, st.keys, st.states, st.attempts, st.compAttempts, st.outputs, st.errs,
-		st.started, st.finished, st.compensated)
+		st.started, st.finished, st.compensated, failedSteps, decisionSecs)
 	if err != nil {
 		return nil, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}

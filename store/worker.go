@@ -60,7 +60,8 @@ func (s *Store) WorkerList(ctx context.Context) ([]Worker, error) {
 
 // TaskMaintain does the periodic housekeeping any node may do: promote
 // scheduled tasks whose time came, fail pending tasks past their deadline,
-// and forget idempotency keys older than keyTTL.
+// expire approvals and roll back overdue failed-step decisions, and forget
+// idempotency keys older than keyTTL.
 func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
 	var promoted int
 	err := s.pool.QueryRow(ctx, `
@@ -101,6 +102,9 @@ func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
 	}
 	s.wake.Send(notes)
 	if _, err := s.ApprovalExpire(ctx); err != nil {
+		return err
+	}
+	if _, err := s.TaskDecisionExpire(ctx); err != nil {
 		return err
 	}
 	_, err = s.pool.Exec(ctx, `
