@@ -94,13 +94,14 @@ type Bus struct {
 	sent    chan struct{} // closed when the batch holding pending is sent
 	ready   map[int]func()
 	readyN  int
+	pause   map[int]func(ids []string)
 }
 
 // NewBus returns a bus that sends through send.
 func NewBus(send SendFunc) *Bus {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return &Bus{send: send, origin: hex.EncodeToString(b), ready: map[int]func(){}}
+	return &Bus{send: send, origin: hex.EncodeToString(b), ready: map[int]func(){}, pause: map[int]func([]string){}}
 }
 
 // Origin names this bus in its Ready payloads.
@@ -118,6 +119,23 @@ func (b *Bus) OnReady(fn func()) (stop func()) {
 	return func() {
 		b.mu.Lock()
 		delete(b.ready, id)
+		b.mu.Unlock()
+	}
+}
+
+// OnPause calls fn in this process with the tasks each pause request is
+// for, before Send returns: a pool in the same process hears of the pause
+// of a task it holds before the person's request is answered, without the
+// NOTIFY's round trip. fn must not block for long.
+func (b *Bus) OnPause(fn func(ids []string)) (stop func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.readyN++
+	id := b.readyN
+	b.pause[id] = fn
+	return func() {
+		b.mu.Lock()
+		delete(b.pause, id)
 		b.mu.Unlock()
 	}
 }
@@ -148,9 +166,18 @@ func (b *Bus) Send(n Notes) <-chan struct{} {
 			local = append(local, fn)
 		}
 	}
+	var pause []func([]string)
+	if len(n.Pause) > 0 {
+		for _, fn := range b.pause {
+			pause = append(pause, fn)
+		}
+	}
 	b.mu.Unlock()
 	for _, fn := range local {
 		fn()
+	}
+	for _, fn := range pause {
+		fn(n.Pause)
 	}
 	return sent
 }

@@ -173,7 +173,15 @@ func (p *Pool) Run(ctx context.Context) error {
 	// Tasks made claimable by this process wake the producer at once,
 	// without the NOTIFY's round trip (Attach skips those NOTIFYs).
 	stopReady := p.store.Wakeups().OnReady(p.Wake)
+	// Pause requests made in this process reach its jobs before the
+	// request is answered.
+	stopPause := p.store.Wakeups().OnPause(func(ids []string) {
+		for _, id := range ids {
+			p.interrupt(id, ErrPauseRequested)
+		}
+	})
 	p.produce(ctx, bg)
+	stopPause()
 	stopReady()
 	close(p.jobs)
 	runners.Wait()
