@@ -54,7 +54,7 @@ type EventView struct {
 var EventTypes = []string{"task.state", "step.started", "step.log", "step.completed", "step.failed", "step.retrying",
 	"step.compensating", "step.compensated", "approval.requested", "approval.decided", "tool.executed",
 	"agent.thinking", "agent.tool_call", "agent.tool_result", "agent.question", "agent.error", "artifact.created",
-	"task.completed", "task.failed", "task.cancelled"}
+	"task.completed", "task.failed", "task.cancelled", "task.paused", "task.resumed"}
 
 // ArtifactView is one kept output.
 type ArtifactView struct {
