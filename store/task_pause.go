@@ -35,10 +35,10 @@ func (s *Store) TaskPause(ctx context.Context, teamIDs []string, id, actor strin
 	var teamID string
 	var from task.State
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		var state string
+		var state, kind string
 		var requested bool
-		err := tx.QueryRow(ctx, `SELECT state, team_id, pause_requested_at IS NOT NULL FROM tasks
-			WHERE id = $1 AND team_id = ANY($2) FOR UPDATE`, id, teamIDs).Scan(&state, &teamID, &requested)
+		err := tx.QueryRow(ctx, `SELECT state, kind, team_id, pause_requested_at IS NOT NULL FROM tasks
+			WHERE id = $1 AND team_id = ANY($2) FOR UPDATE`, id, teamIDs).Scan(&state, &kind, &teamID, &requested)
 		if err != nil {
 			return interpretError(err)
 		}
@@ -51,6 +51,9 @@ func (s *Store) TaskPause(ctx context.Context, teamIDs []string, id, actor strin
 			// Its run_after stays: a resume before then waits it out.
 			return appendStateEvents(ctx, tx, id, stateChange{State: task.StatePaused, Resumed: true}, []task.Event{
 				{Type: task.EventTaskPaused, Status: task.StatusLog, Message: "Paused by " + actor, Data: data}})
+		case from == task.StateRunning && task.Kind(kind) != task.KindDeploy:
+			// an agent's loop has no steps to pause between
+			return fmt.Errorf("%w: a running agent task cannot be paused; cancel it, or send it a message", ErrConflict)
 		case from == task.StateRunning && !requested:
 			data, _ = json.Marshal(map[string]any{"by": actor, "pause_requested": true})
 			if err := appendStateEvents(ctx, tx, id, stateChange{Pause: true}, []task.Event{

@@ -74,7 +74,8 @@ type TaskShowProps struct {
 	Approvals  []ApprovalView
 	Events     []EventView // the raw event log, newest first (bounded)
 	Artifacts  []ArtifactView
-	Agent      *AgentView // agent tasks, and failed deploys when an LLM can explain them
+	Agent      *AgentView   // agent tasks, and failed deploys when an LLM can explain them
+	Control    *ControlView // pause, resume and a failed step's decision; nil when nothing applies
 	CanCancel  bool
 	CanAdmin   bool
 	Flash      string
