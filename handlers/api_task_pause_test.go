@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
 	"flightdeck/internal/auth"
 	"flightdeck/internal/testfactory"
+	"flightdeck/store"
 )
 
 // tokenFor adds a user of acme with role and returns an API token of theirs.
@@ -196,4 +199,41 @@ func TestPauseAndResumeOverTheWebSocket(t *testing.T) {
 	m = bob.next()
 	require.Equal(t, "not_found", m["code"], "another team's task")
 	require.Equal(t, "pending", b.api(t, "GET", "/api/v1/tasks/"+id, b.aliceToken, "", nil).body["state"])
+}
+
+// The run page's decision card offers each person what task.MayResume
+// allows them: the creator retries or rolls back but may not skip.
+func TestDecisionCardOffersWhatTheViewerMayDo(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hash, err := auth.HashPassword(testPassword)
+	require.NoError(t, err)
+	_, err = b.store.UserAdd(t.Context(), store.UserAddParams{Email: "ann@acme.test", Team: "acme", Role: auth.RoleApprover, PasswordHash: hash})
+	require.NoError(t, err)
+	r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
+	id := r.body["id"].(string)
+	b.failStep(t, id)
+
+	page := func(email string) *goquery.Document {
+		c := b.browser(t)
+		b.login(t, c, email, testPassword)
+		res, body := b.get(t, c, "/tasks/"+id, nil)
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+		require.NoError(t, err)
+		return doc
+	}
+	alice := page("alice@acme.test")
+	card := alice.Find(`[data-testid="decision-card"]`)
+	require.Equal(t, "b", card.AttrOr("data-step", ""))
+	require.Equal(t, "smoke test failed", card.Find(`[data-testid="decision-error"]`).Text())
+	require.Equal(t, 1, card.Find(`[data-testid="retry-open"]`).Length())
+	require.Equal(t, 1, card.Find(`[data-testid="rollback-open"]`).Length())
+	require.Equal(t, 0, card.Find(`[data-testid="skip-open"]`).Length())
+	require.Contains(t, card.Find(`[data-testid="skip-why-not"]`).Text(), "approver or admin")
+	require.Equal(t, 0, alice.Find(`[data-testid="pause"]`).Length(), "paused already")
+
+	ann := page("ann@acme.test")
+	require.Equal(t, 1, ann.Find(`[data-testid="decision-card"] [data-testid="skip-open"]`).Length())
+	require.Equal(t, 1, ann.Find(`[data-testid="skip-comment"][required][minlength="10"]`).Length())
 }
