@@ -39,7 +39,9 @@ test('a failed step is skipped by a second person in the browser', async ({ brow
   for (const p of [approver, dev]) {
     await expect(p.locator('#task-state [data-testid="state-badge"]')).toHaveAttribute('data-state', 'completed');
     await expect(p.getByTestId('decision-card')).toHaveCount(0);
+    await expect(p.getByTestId('failure')).not.toContainText('Failed at');
   }
+  await dev.screenshot({ path: 'test-results/guided-failure-skipped-1400.png', fullPage: true });
   const task = await (await dev.request.get('/api/v1/tasks/' + url.split('/').pop())).json();
   expect(task.steps.map((s: { name: string; state: string }) => `${s.name}:${s.state}`))
     .toEqual(['prepare:completed', 'smoke:skipped', 'finish:completed']);
@@ -85,6 +87,19 @@ test('a running deploy is paused between its steps and resumed', async ({ browse
   await expect(state).toHaveAttribute('data-state', 'paused');
   await expect(dev.getByTestId('paused-card')).toBeVisible();
   await dev.screenshot({ path: 'test-results/paused-1400.png', fullPage: true });
+  await dev.setViewportSize({ width: 390, height: 844 });
+  await dev.screenshot({ path: 'test-results/paused-390.png', fullPage: true });
+  await dev.setViewportSize({ width: 1400, height: 1000 });
+
+  // The dashboard counts paused tasks apart from the queue.
+  const dash = await dev.context().newPage();
+  await dash.goto('/dashboard');
+  await expect(dash.getByTestId('stat-paused').locator('.stat-value')).not.toHaveText('0');
+  await expect(dash.getByTestId('stat-paused')).toHaveAttribute('href', /state=paused/);
+  await dash.screenshot({ path: 'test-results/dashboard-paused-1400.png', fullPage: true });
+  await dash.setViewportSize({ width: 390, height: 844 });
+  await dash.screenshot({ path: 'test-results/dashboard-paused-390.png', fullPage: true });
+  await dash.close();
   await dev.getByTestId('resume').click();
   await expect(state).toHaveAttribute('data-state', 'completed');
   const task = await (await dev.request.get('/api/v1/tasks/' + dev.url().split('/').pop())).json();
