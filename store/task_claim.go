@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"flightdeck/internal/wake"
 	"flightdeck/workflow/task"
 )
 
@@ -23,8 +22,9 @@ type Claimed struct {
 // highest priority first, then oldest: FOR NO KEY UPDATE SKIP LOCKED lets
 // concurrent claimers pass each other without waiting and never take the
 // same row. Each task gets a new lease token and an expiry from the database
-// clock (invariant 2), pending ones become running, and the claim's event is
-// written in the same statement (invariant 6).
+// clock (invariant 2) and pending ones become running. The claim writes no
+// event: its task.state event goes with the worker's first write
+// (invariant 6's one exception, which keeps the claim one row's update).
 //
 // The claimed tasks' Params are the real ones: the public params with the
 // secret params (secret_params) merged over their "[REDACTED]" stand-ins.
@@ -76,15 +76,9 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 				lease_owner = $1,
 				lease_token = gen_random_uuid(),
 				lease_expires_at = now() + make_interval(secs => $3),
-				started_at = COALESCE(t.started_at, now()),
-				last_seq = t.last_seq + 1
+				started_at = COALESCE(t.started_at, now())
 			FROM picked WHERE t.id = picked.id
 			RETURNING t.*
-		), claim_events AS (
-			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT id, last_seq, last_seq, jsonb_build_array(flightdeck_event('task.state', 'log', 'Picked up by a worker',
-				jsonb_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)))
-			FROM claimed
 		)
 		SELECT t.id, t.team_id, '', t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority,
 			t.state, t.attempt, t.max_attempts, t.created_by, '', t.created_at, t.started_at, t.finished_at, t.deadline_at,
@@ -123,12 +117,9 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 		return nil, nil
 	}
 	tasks := make([]*task.Task, len(out))
-	var notes wake.Notes
 	for i, c := range out {
 		tasks[i] = c.Task
-		notes.Events = append(notes.Events, wake.TaskSeq{ID: c.Task.ID, Seq: c.Task.LastSeq})
 	}
-	s.wake.Send(notes)
 	if err := s.names.fill(ctx, s.pool, tasks); err != nil {
 		return nil, fmt.Errorf("error claiming tasks: %w", err)
 	}

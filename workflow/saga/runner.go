@@ -265,6 +265,8 @@ func (rn *run) startFlusher() {
 		var flushing sync.WaitGroup
 		stopped := false
 		var tick *time.Timer
+		mu.Lock() // the timer may fire before tick is assigned
+		defer mu.Unlock()
 		tick = time.AfterFunc(rn.r.cfg.FlushInterval, func() {
 			mu.Lock()
 			if stopped {

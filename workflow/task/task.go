@@ -45,6 +45,19 @@ func (s State) Terminal() bool {
 	return s == StateCompleted || s == StateFailed || s == StateCancelled
 }
 
+// Claimable reports whether a worker may claim a task in s (when it holds
+// no lease): pending tasks start or resume, compensating ones undo steps.
+func (s State) Claimable() bool {
+	return s == StatePending || s == StateCompensating
+}
+
+// WaitsForPerson reports whether a task in s waits for a person's decision
+// or answer (or, paused, for a person to resume it): that time is not run
+// time (the dashboard's rollups).
+func (s State) WaitsForPerson() bool {
+	return s == StateAwaitingApproval || s == StateAwaitingInput || s == StatePaused
+}
+
 // Valid reports whether s is a known state.
 func (s State) Valid() bool {
 	_, ok := transitions[s]
