@@ -104,7 +104,12 @@ echo done
 		b, _ := os.ReadFile(filepath.Join(dir, "started"))
 		return strings.Split(strings.TrimSpace(string(b)), "\n")
 	}
-	require.Eventually(t, func() bool { return len(started()) == 2 }, 30*time.Second, 10*time.Millisecond, "step two runs")
+	// step two runs, and step one's end is stored (it rides with the run's
+	// next write, or its background flush)
+	require.Eventually(t, func() bool {
+		rows, err := st.StepList(t.Context(), tk.ID)
+		return len(started()) == 2 && err == nil && rows[0].State == task.StepCompleted
+	}, 30*time.Second, 10*time.Millisecond, "step two runs")
 
 	got, err := st.TaskPause(t.Context(), u.TeamIDs(), tk.ID, u.Email)
 	require.NoError(t, err)
