@@ -80,6 +80,8 @@ func New(d Deps) *echo.Echo {
 	api.GET("/tasks/:id", h.apiTaskGet)
 	api.PATCH("/tasks/:id", h.apiTaskUpdate)
 	api.POST("/tasks/:id/cancel", h.apiTaskCancel)
+	api.POST("/tasks/:id/pause", h.apiTaskPause)
+	api.POST("/tasks/:id/resume", h.apiTaskResume)
 	api.GET("/tasks/:id/events", h.apiTaskEvents)
 	api.POST("/tasks/:id/resolve", h.apiTaskResolve)
 	api.POST("/tasks/:id/rerun", h.apiTaskRerun)

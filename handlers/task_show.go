@@ -106,6 +106,8 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 		m.fold(events, t.LastSeq)
 	}
 
+	p.Control = controlView(t, u, role, m)
+
 	steps, err := h.store.StepList(ctx, t.ID)
 	if err != nil {
 		return p, err

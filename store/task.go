@@ -20,7 +20,7 @@ const taskColumns = `t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params, t.p
 	t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total,
 	(SELECT h.task_id FROM concurrency_holds h
 		WHERE t.state = 'pending' AND h.team_id = t.team_id AND h.key = t.concurrency_key AND h.task_id <> t.id),
-	t.rerun_of`
+	t.rerun_of, t.pause_requested_at IS NOT NULL AND t.state IN ('running', 'pending'), t.failed_step, t.decision_expires_at`
 
 const taskFrom = `FROM tasks t JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by`
 
@@ -29,13 +29,14 @@ func scanTask(row pgx.Row) (*task.Task, error) { return scanTaskWith(row, nil) }
 // scanTaskWith scans taskColumns followed by the columns extra points into.
 func scanTaskWith(row pgx.Row, extra func(*task.Task) []any) (*task.Task, error) {
 	var t task.Task
-	var params, result []byte
+	var params, result, failedStep []byte
 	var kind, state string
 	var prio int16
-	dest := make([]any, 0, 29) // room for extra's columns: one allocation
+	dest := make([]any, 0, 40) // room for extra's columns: one allocation
 	dest = append(dest, &t.ID, &t.TeamID, &t.Team, &kind, &t.Pipeline, &params, &t.Prompt, &prio, &state,
 		&t.Attempt, &t.MaxAttempts, &t.CreatedByID, &t.CreatedBy, &t.CreatedAt, &t.StartedAt, &t.FinishedAt,
-		&t.DeadlineAt, &t.CancelRequested, &t.Error, &result, &t.LastSeq, &t.Progress.Step, &t.Progress.TotalStep, &t.BlockedBy, &t.RerunOf)
+		&t.DeadlineAt, &t.CancelRequested, &t.Error, &result, &t.LastSeq, &t.Progress.Step, &t.Progress.TotalStep, &t.BlockedBy, &t.RerunOf,
+		&t.PauseRequested, &failedStep, &t.DecisionExpiresAt)
 	if extra != nil {
 		dest = append(dest, extra(&t)...)
 	}
@@ -47,11 +48,17 @@ func scanTaskWith(row pgx.Row, extra func(*task.Task) []any) (*task.Task, error)
 	if len(result) > 0 {
 		t.Result = json.RawMessage(result)
 	}
+	if len(failedStep) > 0 {
+		t.FailedStep = new(task.FailedStep)
+		if err := json.Unmarshal(failedStep, t.FailedStep); err != nil {
+			return nil, fmt.Errorf("error reading the failed step of task %s: %w", t.ID, err)
+		}
+	}
 	if t.Progress.TotalStep > 0 {
 		t.Progress.Percent = min(100, 100*t.Progress.Step/t.Progress.TotalStep)
 	}
 	utc(&t.CreatedAt)
-	for _, p := range []*time.Time{t.StartedAt, t.FinishedAt, t.DeadlineAt} {
+	for _, p := range []*time.Time{t.StartedAt, t.FinishedAt, t.DeadlineAt, t.DecisionExpiresAt} {
 		if p != nil {
 			utc(p)
 		}

@@ -21,7 +21,7 @@ var ErrTerminal = errors.New("task already ended")
 // compensating) one gets cancel_requested_at and a NOTIFY on task_cancel so
 // its lease holder on any node stops the step and compensates; the heartbeat
 // sees the flag too, in case the notification is lost. A parked task
-// (awaiting approval or input, or re-queued after it ran steps) goes to
+// (awaiting approval or input, paused, or re-queued after it ran steps) goes to
 // compensating without a lease, so a worker claims it and undoes its steps.
 // A terminal task is ErrTerminal. Cancel racing completion: whichever
 // transaction locks the row first wins; the loser sees the other's state.
@@ -43,13 +43,13 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 		switch {
 		case st.Terminal():
 			return ErrTerminal
-		case (st == task.StatePending || st == task.StateScheduled) && !ranSteps:
+		case (st == task.StatePending || st == task.StateScheduled || st == task.StatePaused) && !ranSteps:
 			msg := "Cancelled by " + actor + " before it ran"
 			// the steps stored at submit will never run
 			if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
 				return interpretError(err)
 			}
-			return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Finished: true, Error: &msg, Cancel: true},
+			return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Finished: true, Error: &msg, Cancel: true, Resumed: st == task.StatePaused},
 				[]task.Event{
 					{Type: task.EventTaskState, Status: task.StatusLog, Message: msg, Data: data},
 					{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: msg, Data: data},
@@ -71,7 +71,8 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 			if _, err := tx.Exec(ctx, `UPDATE agent_questions SET state = 'expired' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
 				return interpretError(err)
 			}
-			if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating, Cancel: true, Error: ptr("cancelled by " + actor), KeepErr: true},
+			if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating, Cancel: true, Error: ptr("cancelled by " + actor), KeepErr: true,
+				Resumed: st == task.StatePaused},
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Cancelled by " + actor + "; undoing completed steps", Data: data}}); err != nil {
 				return err
 			}
@@ -124,6 +125,10 @@ type stateChange struct {
 	KeepErr  bool          // with Error: only if the task has none yet
 	Cancel   bool          // cancel_requested_at, if not set yet
 	Priority task.Priority // 0 keeps the priority
+	Pause    bool          // pause_requested_at, if not set yet
+	// Resumed clears the pause request and a failed step's decision
+	// (failed_step, decision_expires_at): the pause is over.
+	Resumed bool
 }
 
 // appendStateEvents applies c to task id (locked by tx) with events, through
@@ -131,7 +136,7 @@ type stateChange struct {
 // commit together (invariant 6).
 func appendStateEvents(ctx context.Context, tx pgx.Tx, id string, c stateChange, events []task.Event) error {
 	_, err := taskApplyTx(ctx, tx, TaskWrite{ID: id, State: c.State, Error: c.Error, KeepErr: c.KeepErr, Cancel: c.Cancel,
-		Priority: c.Priority, Events: events})
+		Priority: c.Priority, Pause: c.Pause, Resumed: c.Resumed, Events: events})
 	return err
 }
 

@@ -139,6 +139,7 @@ type WorkerRow struct {
 type DashboardProps struct {
 	Alerts                                    []AlertRow // open alerts of local monitors (local_alerts.templ)
 	Pending, Running, Waiting, NeedsAttention int
+	Paused                                    int // paused by a person, or waiting on a failed step's decision
 	PendingByPriority                         map[string]int
 	OldestPending                             time.Duration
 	Workers                                   []WorkerRow

@@ -57,7 +57,7 @@ type EventView struct {
 var EventTypes = []string{"task.state", "step.started", "step.log", "step.completed", "step.failed", "step.retrying",
 	"step.compensating", "step.compensated", "approval.requested", "approval.decided", "tool.executed",
 	"agent.thinking", "agent.tool_call", "agent.tool_result", "agent.question", "agent.error", "artifact.created",
-	"task.completed", "task.failed", "task.cancelled"}
+	"task.completed", "task.failed", "task.cancelled", "task.paused", "task.resumed"}
 
 // ArtifactView is one kept output.
 type ArtifactView struct {
@@ -77,7 +77,8 @@ type TaskShowProps struct {
 	Approvals  []ApprovalView
 	Events     []EventView // the raw event log, newest first (bounded)
 	Artifacts  []ArtifactView
-	Agent      *AgentView // agent tasks, and failed deploys when an LLM can explain them
+	Agent      *AgentView   // agent tasks, and failed deploys when an LLM can explain them
+	Control    *ControlView // pause, resume and a failed step's decision; nil when nothing applies
 	CanCancel  bool
 	CanAdmin   bool
 	Flash      string

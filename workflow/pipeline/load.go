@@ -188,7 +188,7 @@ func (l *loader) parse(data []byte) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.only(l, "name", "description", "params", "target", "concurrency", "steps"); err != nil {
+	if err := m.only(l, "name", "description", "params", "target", "concurrency", "steps", "on_failure", "decision_timeout"); err != nil {
 		return nil, err
 	}
 	p := &Pipeline{}
@@ -238,6 +238,23 @@ func (l *loader) parse(data []byte) (*Pipeline, error) {
 	}
 	if c := m.get("concurrency"); c != nil {
 		if p.Concurrency, err = l.concurrency(c); err != nil {
+			return nil, err
+		}
+	}
+	if f := m.get("on_failure"); f != nil {
+		if p.OnFailure, err = l.str("pipeline", f); err != nil {
+			return nil, err
+		}
+		switch p.OnFailure {
+		case OnFailureAsk:
+		case "compensate":
+			p.OnFailure = ""
+		default:
+			return nil, l.errf(f.val, "pipeline: on_failure %q (want ask or compensate)", p.OnFailure)
+		}
+	}
+	if d := m.get("decision_timeout"); d != nil {
+		if p.DecisionTimeout, err = l.duration("pipeline", d); err != nil {
 			return nil, err
 		}
 	}

@@ -52,6 +52,32 @@ type Pipeline struct {
 	Concurrency *Concurrency
 	// Dir is the working directory of exec steps ("" for the server's).
 	Dir string
+	// OnFailure is what a step that still fails after its retries does:
+	// "" (compensate at once) or "ask" (guided failure: the task parks
+	// paused until a person decides, at most DecisionTimeout, default
+	// DecisionTimeoutDefault, then it rolls back). See AsksOnFailure.
+	OnFailure       string
+	DecisionTimeout time.Duration
+}
+
+// OnFailureAsk is the on_failure value of guided failure.
+const OnFailureAsk = "ask"
+
+// AsksOnFailure answers whether a deploy of p with these params asks a
+// person when a step fails (contract §10) instead of compensating at once:
+// the pipeline's on_failure. The deploy's environment rule
+// (environments.yaml on_failure) belongs here too, so every caller asks
+// this one function.
+func (p *Pipeline) AsksOnFailure(params map[string]any) bool {
+	return p.OnFailure == OnFailureAsk
+}
+
+// DecisionTimeoutOr is how long a failed step's decision may take.
+func (p *Pipeline) DecisionTimeoutOr() time.Duration {
+	if p.DecisionTimeout > 0 {
+		return p.DecisionTimeout
+	}
+	return DecisionTimeoutDefault
 }
 
 // Step is one entry of a pipeline: a single step (Action set), a parallel
@@ -108,6 +134,7 @@ const (
 	StepTimeoutDefault         = 5 * time.Minute
 	CompensationRetriesDefault = 3
 	ApprovalTimeoutDefault     = time.Hour
+	DecisionTimeoutDefault     = time.Hour // a failed step's decision (on_failure: ask)
 )
 
 // StepNames lists the leaf steps' names in file order (a for_each step once).

@@ -152,6 +152,9 @@ func (rn *run) walk() queue.Outcome {
 				return rn.interruptedOutcome(err)
 			}
 			cancelled := errors.Is(context.Cause(rn.ctx), queue.ErrCancelRequested)
+			if park := rn.askOnFailure(err); park != nil && !cancelled {
+				return *park
+			}
 			return rn.finishWithCompensation(cancelled, err.Error())
 		}
 	}

@@ -28,6 +28,7 @@ const (
 	StateRunning          State = "running"
 	StateAwaitingApproval State = "awaiting_approval"
 	StateAwaitingInput    State = "awaiting_input"
+	StatePaused           State = "paused" // a person paused it, or a failed step waits for a decision (on_failure: ask)
 	StateCompensating     State = "compensating"
 	StateNeedsAttention   State = "needs_attention"
 	StateCompleted        State = "completed"
@@ -41,7 +42,7 @@ const MaxAttemptsDefault = 5
 
 // States lists every state, in lifecycle order.
 var States = []State{StatePending, StateScheduled, StateRunning, StateAwaitingApproval, StateAwaitingInput,
-	StateCompensating, StateNeedsAttention, StateCompleted, StateFailed, StateCancelled}
+	StatePaused, StateCompensating, StateNeedsAttention, StateCompleted, StateFailed, StateCancelled}
 
 // Terminal reports whether no further transition can happen.
 func (s State) Terminal() bool {
@@ -55,9 +56,10 @@ func (s State) Claimable() bool {
 }
 
 // WaitsForPerson reports whether a task in s waits for a person's decision
-// or answer: that time is not run time (the dashboard's rollups).
+// or answer (or, paused, for a person to resume it): that time is not run
+// time (the dashboard's rollups).
 func (s State) WaitsForPerson() bool {
-	return s == StateAwaitingApproval || s == StateAwaitingInput
+	return s == StateAwaitingApproval || s == StateAwaitingInput || s == StatePaused
 }
 
 // Valid reports whether s is a known state.
@@ -68,11 +70,12 @@ func (s State) Valid() bool {
 
 // transitions lists, for each state, the states a task may move to.
 var transitions = map[State][]State{
-	StatePending:          {StateRunning, StateCancelled, StateCompensating, StateFailed},
-	StateScheduled:        {StatePending, StateCancelled, StateCompensating, StateFailed},
-	StateRunning:          {StatePending, StateScheduled, StateAwaitingApproval, StateAwaitingInput, StateCompensating, StateCompleted, StateFailed, StateCancelled},
+	StatePending:          {StateRunning, StateCancelled, StateCompensating, StateFailed, StatePaused},
+	StateScheduled:        {StatePending, StateCancelled, StateCompensating, StateFailed, StatePaused},
+	StateRunning:          {StatePending, StateScheduled, StateAwaitingApproval, StateAwaitingInput, StatePaused, StateCompensating, StateCompleted, StateFailed, StateCancelled},
 	StateAwaitingApproval: {StatePending, StateCompensating, StateCancelled, StateFailed},
 	StateAwaitingInput:    {StatePending, StateCompensating, StateCancelled, StateFailed},
+	StatePaused:           {StatePending, StateScheduled, StateCompensating, StateCancelled}, // resume, roll back or cancel
 	StateCompensating:     {StatePending, StateFailed, StateCancelled, StateNeedsAttention, StateCompensating},
 	StateNeedsAttention:   {StateCompensating, StateFailed},
 	StateCompleted:        nil,
@@ -177,6 +180,23 @@ type Task struct {
 	RerunOf    *string `json:"rerun_of"`
 	LeaseToken string  `json:"-"` // set on claimed tasks; every worker write carries it
 	Steps      []Step  `json:"steps,omitempty"`
+	// PauseRequested: a person asked the running task to pause; it parks
+	// paused once the step (or group) it is in ends.
+	PauseRequested bool `json:"pause_requested"`
+	// FailedStep is the step a paused task waits on a decision about
+	// (guided failure), nil for a task a person paused; undecided by
+	// DecisionExpiresAt, the task rolls back.
+	FailedStep        *FailedStep `json:"failed_step"`
+	DecisionExpiresAt *time.Time  `json:"decision_expires_at"`
+}
+
+// FailedStep is the step whose failure a paused task waits on a decision
+// about.
+type FailedStep struct {
+	Index   int    `json:"index"`
+	Name    string `json:"name"`
+	Error   string `json:"error"`
+	Attempt int    `json:"attempt"`
 }
 
 // Step is one step of a deploy task.
