@@ -75,7 +75,20 @@ func loadCatalog(cfg config.Config) (*pipeline.Catalog, error) {
 		}
 		all = append(all, loaded...)
 	}
-	return pipeline.NewCatalog(all...)
+	catalog, err := pipeline.NewCatalog(all...)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := pipeline.LoadEnvironments(cfg.PipelinesDir)
+	if err != nil {
+		return nil, fmt.Errorf("FLIGHTDECK_PIPELINES: %w", err)
+	}
+	if cfg.PipelinesDir == "" && cfg.Dev {
+		// the demo shows protected environments (go tool task run)
+		rules = pipeline.DemoEnvironments()
+	}
+	catalog.SetEnvironments(rules)
+	return catalog, nil
 }
 
 // localProvider is the local provider of this node.
