@@ -88,6 +88,14 @@ func (h *Handler) taskCreate(c echo.Context) error {
 	if err := saga.NewDeploy(&in, p, validated, team.Team); err != nil {
 		return rerender(http.StatusUnprocessableEntity, err.Error())
 	}
+	o := saga.Protection{Override: strings.TrimSpace(c.FormValue("override_reason"))}
+	if err := h.protect(c.Request().Context(), u, team.TeamID, &in, p, validated, o); err != nil {
+		ae := toAPIError(err)
+		if ae.Status >= 500 {
+			return err
+		}
+		return rerender(ae.Status, ae.Message)
+	}
 	t, _, err := h.store.TaskInsert(c.Request().Context(), in)
 	if errors.Is(err, store.ErrQueueFull) {
 		return rerender(http.StatusTooManyRequests, "Your team's queue is full; try again in a moment.")

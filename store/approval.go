@@ -31,19 +31,58 @@ type Approval struct {
 	DecidedBy   *string            `json:"decided_by"`
 	DecidedAt   *time.Time         `json:"decided_at,omitempty"`
 	Comment     *string            `json:"comment"`
+	// Required is how many distinct people must approve (an environment's
+	// reviewers; 1 otherwise), Decisions who decided so far.
+	Required  int        `json:"required"`
+	Decisions []Decision `json:"decisions"`
+	// Changes is what the deploy changes in its environment (nil for an
+	// agent's tool call or a deploy without a target).
+	Changes *task.Changes `json:"changes,omitempty"`
 }
 
-const approvalColumns = `id, task_id, step_idx, step_name, attempt, kind, detail, roles, state, requested_at, expires_at, decided_by, decided_at, comment`
+// Decision is one person's decision on an approval.
+type Decision struct {
+	By       string    `json:"by"`
+	Decision string    `json:"decision"` // approve | reject
+	Comment  string    `json:"comment"`
+	At       time.Time `json:"at"`
+}
+
+// MarshalJSON writes the approval as the contract names it: an agent's
+// tool call is of kind "tool" (stored as tool_call).
+func (a Approval) MarshalJSON() ([]byte, error) {
+	type plain Approval
+	if a.Kind == string(task.ApprovalToolCall) {
+		a.Kind = "tool"
+	}
+	if a.Decisions == nil {
+		a.Decisions = []Decision{}
+	}
+	return json.Marshal(plain(a))
+}
+
+const approvalColumns = `id, task_id, step_idx, step_name, attempt, kind, detail, roles, state, requested_at, expires_at, decided_by, decided_at, comment,
+	required, decisions, changes`
 
 func scanApproval(row pgx.Row) (*Approval, error) {
 	var a Approval
-	var detail []byte
+	var detail, decisions, changes []byte
 	if err := row.Scan(&a.ID, &a.TaskID, &a.StepIdx, &a.Step, &a.Attempt, &a.Kind, &detail, &a.Roles, &a.State,
-		&a.RequestedAt, &a.ExpiresAt, &a.DecidedBy, &a.DecidedAt, &a.Comment); err != nil {
+		&a.RequestedAt, &a.ExpiresAt, &a.DecidedBy, &a.DecidedAt, &a.Comment, &a.Required, &decisions, &changes); err != nil {
 		return nil, interpretError(err)
 	}
 	if len(detail) > 0 && string(detail) != "{}" {
 		a.Detail = detail
+	}
+	if err := json.Unmarshal(decisions, &a.Decisions); err != nil {
+		return nil, fmt.Errorf("error reading an approval's decisions: %w", err)
+	}
+	if len(changes) > 0 {
+		var c struct{ From, To map[string]any }
+		if json.Unmarshal(changes, &c) == nil {
+			d := task.DiffParams(c.From, c.To)
+			a.Changes = &d
+		}
 	}
 	a.RequestedAt, a.ExpiresAt = a.RequestedAt.UTC(), a.ExpiresAt.UTC()
 	return &a, nil

@@ -29,6 +29,8 @@ const (
 	EventTaskCompleted     EventType = "task.completed"
 	EventTaskFailed        EventType = "task.failed"
 	EventTaskCancelled     EventType = "task.cancelled"
+	// EventTaskOverride: an admin overrode an environment's rules (contract §9).
+	EventTaskOverride EventType = "task.override"
 )
 
 // Terminal reports whether the event ends its task's stream.
