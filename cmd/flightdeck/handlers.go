@@ -13,6 +13,7 @@ import (
 	"flightdeck/workflow/action/local"
 	"flightdeck/workflow/agent"
 	"flightdeck/workflow/artifact"
+	"flightdeck/workflow/environment"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/saga"
@@ -33,7 +34,10 @@ func taskHandlers(cfg config.Config, st *store.Store, catalog *pipeline.Catalog,
 		lp.Register(actions)
 	}
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: actions, Logger: logger,
-		Artifacts: artifactSink{artifact.New(st, cfg.ArtifactMaxBytes)}, Secrets: cfg.SecretValues})
+		Artifacts: artifactSink{artifact.New(st, cfg.ArtifactMaxBytes)}, Secrets: cfg.SecretValues,
+		Freezes: func(ctx context.Context, teamID, env string, at time.Time) ([]environment.Span, error) {
+			return saga.APIFreezes(ctx, st, teamID, env, at)
+		}})
 	handlers := map[task.Kind]queue.Handler{task.KindDeploy: runner}
 	if cfg.AgentsEnabled() {
 		handlers[task.KindAgent] = agent.NewRunner(agentConfig(cfg, st, catalog, logger))

@@ -106,7 +106,7 @@ func ProtectDeploy(ctx context.Context, st *store.Store, in *store.TaskInsertPar
 		}
 	}
 	if o.RunAt == nil && o.Override == "" {
-		api, err := apiFreezes(ctx, st, in.TeamID, env, now)
+		api, err := APIFreezes(ctx, st, in.TeamID, env, now)
 		if err != nil {
 			return err
 		}
@@ -164,9 +164,9 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// apiFreezes are the team's freezes of env through the API that hold now
+// APIFreezes are the team's freezes of env through the API that hold now
 // or start within a day (enough for Frozen to follow freezes that touch).
-func apiFreezes(ctx context.Context, st *store.Store, teamID, env string, now time.Time) ([]environment.Span, error) {
+func APIFreezes(ctx context.Context, st *store.Store, teamID, env string, now time.Time) ([]environment.Span, error) {
 	fs, err := st.FreezesActiveAt(ctx, teamID, env, now, 24*time.Hour)
 	if err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ func Held(ctx context.Context, st *store.Store, rules *environment.Rules, t *tas
 	if t.Environment == "" || !waiting || t.Progress.Step > 0 {
 		return nil, nil
 	}
-	api, err := apiFreezes(ctx, st, t.TeamID, t.Environment, now)
+	api, err := APIFreezes(ctx, st, t.TeamID, t.Environment, now)
 	if err != nil {
 		return nil, err
 	}
