@@ -113,15 +113,17 @@ func (s *Store) FreezeEnd(ctx context.Context, teamIDs []string, id, actor strin
 		if ended {
 			return fmt.Errorf("%w: the freeze already ended", ErrConflict)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE freezes SET ended_at = now(), ended_by = $2,
-			until_at = GREATEST(from_at + interval '1 microsecond', LEAST(until_at, now())) WHERE id = $1`, id, actor); err != nil {
+		heldUntil := f.Until // the end the tasks it held wait for
+		if err := tx.QueryRow(ctx, `UPDATE freezes SET ended_at = now(), ended_by = $2,
+			until_at = GREATEST(from_at + interval '1 microsecond', LEAST(until_at, now())) WHERE id = $1
+			RETURNING until_at, ended_at`, id, actor).Scan(&f.Until, &f.EndedAt); err != nil {
 			return interpretError(err)
 		}
 		if _, err := tx.Exec(ctx, `
 			UPDATE tasks t SET run_after = now()
 			WHERE t.team_id = $1 AND t.environment = $2 AND t.state = 'scheduled' AND t.run_after = $3
 				AND NOT EXISTS (SELECT 1 FROM task_steps s WHERE s.task_id = t.id AND s.state <> 'pending')`,
-			f.TeamID, f.Environment, f.Until); err != nil {
+			f.TeamID, f.Environment, heldUntil); err != nil {
 			return interpretError(err)
 		}
 		f.utc()
