@@ -278,6 +278,11 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 			INSERT INTO approvals (id, task_id, team_id, step_idx, step_name, attempt, kind, detail, roles, expires_at, required, changes)
 			SELECT $27::uuid, ins.id, $1, 0, $33, 1, 'environment', $28, $29, now() + make_interval(secs => $30), $31, $32::jsonb
 			FROM ins WHERE ins.state = 'awaiting_approval'
+		), override_audit AS (
+			-- an admin's break-glass is audited with the task that carries it
+			INSERT INTO audit_log (team_id, actor, action, target, data)
+			SELECT $1, $35::jsonb ->> 'by', 'task.override', ins.id::text, $35::jsonb || jsonb_build_object('environment', $33::text)
+			FROM ins WHERE $35::jsonb IS NOT NULL AND ins.state <> 'cancelled'
 		), steps AS (
 			-- a task cancelled at once never runs its steps
 			INSERT INTO task_steps (task_id, idx, name, idempotency_key, state)

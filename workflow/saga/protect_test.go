@@ -229,7 +229,7 @@ func TestReviewersNOfM(t *testing.T) {
 			require.Equal(t, tk.ID, *e.TaskID)
 		}
 	}
-	require.Equal(t, []string{"task.cancelled", "approval.decided", "approval.decided"}, types)
+	require.Equal(t, []string{"task.cancelled", "approval.decided", "approval.decided", "task.override"}, types)
 }
 
 func TestReviewerRejectCancelsAtOnce(t *testing.T) {
