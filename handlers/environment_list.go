@@ -93,7 +93,7 @@ func (h *Handler) envFreezes(c echo.Context, p *pages.EnvironmentsProps, now tim
 			Active: !f.From.After(now) && f.Until.After(now)}
 		if f.ID != nil {
 			ef.ID = *f.ID
-			ef.CanEnd = admin[f.teamID]
+			ef.CanEnd, ef.TeamID = admin[f.teamID], f.teamID
 		}
 		p.Freezes = append(p.Freezes, ef)
 	}
@@ -114,7 +114,7 @@ func (h *Handler) envProtection(c echo.Context, u *auth.User, pl *pipeline.Pipel
 		return
 	}
 	for i, f := range freezes {
-		if f.Active && f.Environment == t.Environment && (t.Frozen == nil || f.Until.After(t.Frozen.Until)) {
+		if f.Active && f.Environment == t.Environment && (f.TeamID == "" || f.TeamID == e.TeamID) && (t.Frozen == nil || f.Until.After(t.Frozen.Until)) {
 			t.Frozen = &freezes[i]
 		}
 	}

@@ -74,15 +74,8 @@ func scanApproval(row pgx.Row) (*Approval, error) {
 	if len(detail) > 0 && string(detail) != "{}" {
 		a.Detail = detail
 	}
-	if err := json.Unmarshal(decisions, &a.Decisions); err != nil {
-		return nil, fmt.Errorf("error reading an approval's decisions: %w", err)
-	}
-	if len(changes) > 0 {
-		var c struct{ From, To map[string]any }
-		if json.Unmarshal(changes, &c) == nil {
-			d := task.DiffParams(c.From, c.To)
-			a.Changes = &d
-		}
+	if err := readApprovalJSON(&a, decisions, changes); err != nil {
+		return nil, err
 	}
 	a.RequestedAt, a.ExpiresAt = a.RequestedAt.UTC(), a.ExpiresAt.UTC()
 	return &a, nil
@@ -465,4 +458,22 @@ func decideReviewer(ctx context.Context, tx pgx.Tx, a *Approval, p ApprovalDecid
 		}
 	}
 	return a, nil
+}
+
+// readApprovalJSON reads an approval's stored decisions and changes; the
+// changed fields are worked out here, by one rule (task.DiffParams).
+func readApprovalJSON(a *Approval, decisions, changes []byte) error {
+	if len(decisions) > 0 {
+		if err := json.Unmarshal(decisions, &a.Decisions); err != nil {
+			return fmt.Errorf("error reading an approval's decisions: %w", err)
+		}
+	}
+	if len(changes) > 0 {
+		var c struct{ From, To map[string]any }
+		if json.Unmarshal(changes, &c) == nil {
+			d := task.DiffParams(c.From, c.To)
+			a.Changes = &d
+		}
+	}
+	return nil
 }

@@ -60,6 +60,7 @@ type EnvFreeze struct {
 	Source      string // api | rule
 	Active      bool   // holds now
 	CanEnd      bool   // the viewer may end it now (an admin; API freezes only)
+	TeamID      string // an API freeze's team ("" for a recurring window, every team's)
 }
 
 // ChangeRow is one param of a diff between two deploys.

@@ -247,6 +247,10 @@ type InboxItem struct {
 	Args, Plan             []KV     // its arguments and resolved plan
 	RequestedAt, ExpiresAt time.Time
 	ToolCall               bool // an agent's tool call rather than a pipeline step
+	// Environment: an environment's reviewers, Approved of Required so far.
+	Environment        bool
+	Approved, Required int
+	Changes            []ChangeRow // what the deploy changes (nil: not shown)
 }
 
 // KV is one named value shown to people.
