@@ -32,7 +32,7 @@ func (h *Handler) protectionNotes(ctx context.Context, t *task.Task) ([]pages.KV
 		out = append(out, pages.KV{Key: "task-override", Value: "Override by " + o.By + ": " + o.Reason})
 	}
 	if t.PromotedFrom != nil {
-		out = append(out, pages.KV{Key: "task-promoted", Value: "Promoted from task " + *t.PromotedFrom + "."})
+		out = append(out, pages.KV{Key: "task-promoted", Value: *t.PromotedFrom})
 	}
 	return out, nil
 }
