@@ -68,6 +68,15 @@ func setupProtect(t *testing.T) *protectBundle {
 	return b
 }
 
+// catalogWith is a catalog of svc with the bundle's rules, for a runner.
+func (b *protectBundle) catalogWith(t *testing.T) *pipeline.Catalog {
+	t.Helper()
+	c, err := pipeline.NewCatalog(b.pl)
+	require.NoError(t, err)
+	c.SetEnvironments(b.rules)
+	return c
+}
+
 // submit submits a deploy of svc as u through NewDeploy and ProtectDeploy,
 // as every submit path does.
 func (b *protectBundle) submit(t *testing.T, u *auth.User, params map[string]any, o saga.Protection) (*task.Task, error) {
