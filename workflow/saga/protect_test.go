@@ -208,6 +208,13 @@ func TestReviewersNOfM(t *testing.T) {
 	require.ErrorIs(t, decide(b.rival, true, ""), store.ErrNotFound, "another team's approval does not exist")
 	require.NoError(t, decide(b.approver, true, "looks good"))
 	require.ErrorIs(t, decide(b.approver, true, ""), store.ErrConflict, "the same person twice")
+	inbox, err := b.st.ApprovalInbox(ctx, b.approver.ID, 10)
+	require.NoError(t, err)
+	require.Empty(t, inbox, "a reviewer who decided is not asked again")
+	inbox, err = b.st.ApprovalInbox(ctx, b.approver2.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, inbox, 1)
+	require.Equal(t, 1, len(inbox[0].Decisions))
 	got, err := b.st.TaskGet(ctx, b.dev.TeamIDs(), tk.ID)
 	require.NoError(t, err)
 	require.Equal(t, task.StateAwaitingApproval, got.State, "one of two")
@@ -320,4 +327,21 @@ func TestFreezeHoldsAWaitingTaskAndEndingItReleasesIt(t *testing.T) {
 	entries, _, err = b.st.AuditList(ctx, store.AuditListParams{TeamID: b.rival.Memberships[0].TeamID})
 	require.NoError(t, err)
 	require.Empty(t, entries, "another team's audit log")
+}
+
+func TestReviewersWhoDoNotDecideInTimeCancelTheDeploy(t *testing.T) {
+	t.Parallel()
+	b := setupProtect(t)
+	ctx := t.Context()
+	tk, err := b.submit(t, b.admin, map[string]any{"app": "shop", "version": "3.0.0", "env": "production"},
+		saga.Protection{Override: "no staging for this one"})
+	require.NoError(t, err)
+	testfactory.Fixture(t, b.st.Pool(), `UPDATE approvals SET expires_at = now() - interval '1 second' WHERE task_id = $1`, tk.ID)
+	n, err := b.st.ApprovalExpire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	got, err := b.st.TaskGet(ctx, b.dev.TeamIDs(), tk.ID)
+	require.NoError(t, err)
+	require.Equal(t, task.StateCancelled, got.State, "no step ran: nothing to undo")
+	require.Contains(t, *got.Error, "did not decide in time")
 }
