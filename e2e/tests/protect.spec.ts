@@ -130,3 +130,35 @@ test('a freeze refuses a deploy until an admin overrides it', async ({ browser }
   await admin.locator('[data-testid="freeze"][data-environment="e2e-prod"][data-source="api"]').getByTestId('freeze-end').click();
   await expect(admin.locator('[data-testid="freeze"][data-environment="e2e-prod"][data-source="api"]')).toHaveCount(0);
 });
+
+test('the submit form says the rules, schedules a deploy and takes an admin override', async ({ browser }) => {
+  test.setTimeout(120_000);
+  const dev = await signIn(browser, 'dev@demo.local', { width: 1400, height: 900 });
+  await dev.goto('/tasks/new?pipeline=guarded-service');
+  await expect(dev.getByTestId('form-rules')).toContainText('e2e-prod: 2 reviewer(s) (approver or admin) approve first');
+  await expect(dev.getByTestId('field-override')).toHaveCount(0);
+  await dev.screenshot({ path: '/tmp/protect-form-1400.png', fullPage: true });
+
+  // A deploy scheduled for tomorrow waits, holding no worker, and can be cancelled.
+  const tomorrow = new Date(Date.now() + 24 * 3600 * 1000).toISOString().slice(0, 16);
+  await dev.getByTestId('field-app').fill(app);
+  await dev.getByTestId('field-version').fill('3.0.0');
+  await dev.getByTestId('field-run-at').fill(tomorrow);
+  await dev.getByTestId('submit-task').click();
+  await expect(dev).toHaveURL(/\/tasks\/[0-9a-f-]{36}$/);
+  await expect(state(dev)).toHaveAttribute('data-state', 'scheduled');
+  await expect(dev.getByTestId('task-run-at')).toContainText('Scheduled: runs at');
+  await dev.getByTestId('cancel-open').click();
+  await dev.getByTestId('cancel-confirm').click();
+  await expect(state(dev)).toHaveAttribute('data-state', 'cancelled');
+
+  // A bad version for e2e-prod is refused on the form.
+  await deploy(dev, app, 'latest', 'e2e-prod');
+  await expect(dev.getByTestId('form-error')).toContainText('e2e-prod takes versions matching');
+
+  // The admin sees the override field.
+  const admin = await signIn(browser, 'admin@demo.local', { width: 390, height: 844 });
+  await admin.goto('/tasks/new?pipeline=guarded-service');
+  await expect(admin.getByTestId('field-override')).toBeVisible();
+  await admin.screenshot({ path: '/tmp/protect-form-390.png', fullPage: true });
+});

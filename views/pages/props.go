@@ -218,6 +218,11 @@ type TaskNewProps struct {
 	Pipelines                                         []string
 	Fields                                            []FormField
 	Approvals                                         []ApprovalNote
+	// Rules are the environments' rules that apply to this pipeline's
+	// deploys, in words; CanOverride offers an admin the break-glass.
+	Rules       []string
+	CanOverride bool
+	RunAt       string // the run_at field's value (UTC, "2006-01-02T15:04")
 }
 
 // Invalid lists the fields with an error, in form order.
