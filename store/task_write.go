@@ -31,7 +31,7 @@ type TaskWrite struct {
 	Error    *string // the task's error (nil keeps it)
 	KeepErr  bool    // with Error: only if the task has none yet
 	Result   json.RawMessage
-	RunAfter *time.Time // with State scheduled: when to run again
+	RunAfter *time.Time // with State scheduled: when it runs (nil keeps it, but a Release clears it)
 	// BumpAttempt counts this run as a failed start (a handler panic), like
 	// a worker that died.
 	BumpAttempt bool
@@ -171,7 +171,7 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				state = COALESCE(NULLIF(i.state, ''), t.state),
 				error = CASE WHEN i.error IS NULL THEN t.error WHEN i.keep_error THEN COALESCE(t.error, i.error) ELSE i.error END,
 				result = COALESCE(i.result, t.result),
-				run_after = CASE WHEN i.release THEN i.run_after ELSE t.run_after END,
+				run_after = CASE WHEN i.release OR i.run_after IS NOT NULL THEN i.run_after ELSE t.run_after END,
 				attempt = t.attempt + CASE WHEN i.bump THEN 1 ELSE 0 END,
 				finished_at = CASE WHEN i.finished THEN now() ELSE t.finished_at END,
 				cancel_requested_at = CASE WHEN i.cancel THEN COALESCE(t.cancel_requested_at, now()) ELSE t.cancel_requested_at END,
