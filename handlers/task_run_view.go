@@ -74,8 +74,11 @@ func (h *Handler) runView(ctx context.Context, p *pages.TaskShowProps, t *task.T
 		}
 	}
 	p.Undo, p.UndoSig = undoLane(t, rows, plan, m, now)
-	if f := m.failed(); f > 0 {
-		if r, ok := byIdx[f]; ok {
+	// A failed step waiting for a decision shows in its decision card
+	// (TaskControl); one retried to success or skipped since did not end
+	// the run.
+	if f := m.failed(); f > 0 && t.FailedStep == nil {
+		if r, ok := byIdx[f]; ok && r.State != task.StepCompleted && r.State != task.StepSkipped {
 			v := forwardView(r, plan[f], m.track(f), false, now)
 			v.Lane, v.Open = "fail", true
 			v.State, v.Display, v.Key = string(task.StepFailed), string(task.StepFailed), string(task.StepFailed)

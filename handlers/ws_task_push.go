@@ -57,6 +57,7 @@ func sigHash(s string) uint64 {
 func (tp *taskPush) frame(p pages.TaskShowProps) []byte {
 	var out bytes.Buffer
 	tp.section(&out, "task-header", pages.TaskHeader(p))
+	tp.section(&out, "task-control", pages.TaskControl(p))
 	tp.section(&out, "task-approvals", pages.TaskApprovals(p))
 	tp.section(&out, "task-agent", pages.TaskAgent(p))
 	tp.section(&out, "task-failure", pages.TaskFailure(p))

@@ -83,7 +83,8 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 		SELECT t.id, t.team_id, '', t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority,
 			t.state, t.attempt, t.max_attempts, t.created_by, '', t.created_at, t.started_at, t.finished_at, t.deadline_at,
 			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, NULL, t.rerun_of,
-			t.lease_token, COALESCE(t.traceparent, ''),
+			t.pause_requested_at IS NOT NULL, t.failed_step, t.decision_expires_at,
+			t.environment, NULL::timestamptz, t.promoted_from, t.override, t.lease_token, COALESCE(t.traceparent, ''),
 			st.idx, st.name, st.state, st.attempt, st.key, st.output, st.error, st.started_at, st.finished_at, st.comp_attempt, st.compensated_at
 		FROM claimed t -- team names and emails come from s.names
 		-- the step rows as parallel arrays, in step order (the primary key's)

@@ -22,10 +22,11 @@ type LeaseStatus struct {
 	ID              string
 	CancelRequested bool
 	DeadlinePassed  bool
+	PauseRequested  bool
 }
 
-// TaskHeartbeat renews the leases owner still holds and reports cancels and
-// deadlines (the polling backup for NOTIFY). A lease missing from the result
+// TaskHeartbeat renews the leases owner still holds and reports cancels,
+// pause requests and deadlines (the polling backup for NOTIFY). A lease missing from the result
 // was lost: its worker must stop writing. Rows locked by a concurrent finish
 // are skipped rather than waited on (and reported alive), so a heartbeat
 // never deadlocks with a batch finish.
@@ -43,12 +44,13 @@ func (s *Store) TaskHeartbeat(ctx context.Context, leases []Lease, lease time.Du
 		), renewed AS (
 			UPDATE tasks t SET lease_expires_at = now() + make_interval(secs => $3)
 			FROM locked WHERE t.id = locked.id
-			RETURNING t.id, t.cancel_requested_at IS NOT NULL AS cancel, COALESCE(t.deadline_at < now(), false) AS deadline
+			RETURNING t.id, t.cancel_requested_at IS NOT NULL AS cancel, COALESCE(t.deadline_at < now(), false) AS deadline,
+				t.pause_requested_at IS NOT NULL AS pause
 		)
-		SELECT id, cancel, deadline FROM renewed
+		SELECT id, cancel, deadline, pause FROM renewed
 		UNION ALL
 		-- held but locked by a finish in flight: still ours
-		SELECT t.id, false, false FROM tasks t JOIN input i ON i.id = t.id AND t.lease_token = i.token
+		SELECT t.id, false, false, false FROM tasks t JOIN input i ON i.id = t.id AND t.lease_token = i.token
 		WHERE t.id NOT IN (SELECT id FROM renewed)`, ids, tokens, lease.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("error renewing leases: %w", interpretError(err))
@@ -57,7 +59,7 @@ func (s *Store) TaskHeartbeat(ctx context.Context, leases []Lease, lease time.Du
 	var out []LeaseStatus
 	for rows.Next() {
 		var st LeaseStatus
-		if err := rows.Scan(&st.ID, &st.CancelRequested, &st.DeadlinePassed); err != nil {
+		if err := rows.Scan(&st.ID, &st.CancelRequested, &st.DeadlinePassed, &st.PauseRequested); err != nil {
 			return nil, interpretError(err)
 		}
 		out = append(out, st)

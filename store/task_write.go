@@ -31,7 +31,7 @@ type TaskWrite struct {
 	Error    *string // the task's error (nil keeps it)
 	KeepErr  bool    // with Error: only if the task has none yet
 	Result   json.RawMessage
-	RunAfter *time.Time // with State scheduled: when to run again
+	RunAfter *time.Time // with State scheduled: when it runs (nil keeps it, but a Release clears it)
 	// BumpAttempt counts this run as a failed start (a handler panic), like
 	// a worker that died.
 	BumpAttempt bool
@@ -46,6 +46,17 @@ type TaskWrite struct {
 	Approvals *ApprovalPark
 	Question  *QuestionPark
 	Agent     *AgentSave
+	// Run control (contract §10). Pause asks a running task to pause
+	// (pause_requested_at, if not set yet); Resumed ends a pause, clearing
+	// the request and a failed step's decision. With Release and State
+	// paused, FailedStep is the step a person must decide about (nil for a
+	// person's pause) and DecisionTimeout how long they have (from the
+	// database's clock; 0 for no deadline). A request lasts while the task
+	// runs or waits to run again, and ends with any other state.
+	Pause           bool
+	Resumed         bool
+	FailedStep      *task.FailedStep
+	DecisionTimeout time.Duration
 }
 
 // Written is what a write left: the task's state and its last seq.
@@ -152,15 +163,15 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		WITH input AS (
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::text[], $6::bool[], $7::jsonb[],
 				$8::timestamptz[], $9::bool[], $10::bool[], $11::bool[], $12::smallint[], $13::int[], $14::int[], $15::int[],
-				$16::int[], $17::jsonb[], $30::bool[])
+				$16::int[], $17::jsonb[], $30::bool[], $31::bool[], $32::bool[], $33::jsonb[], $34::float8[])
 				AS i(id, token, state, release, error, keep_error, result, run_after, bump, finished, cancel, priority,
-					progress, n, done, total, events, waits)
+					progress, n, done, total, events, waits, pause, resumed, failed_step, decision_secs)
 		), written AS (
 			UPDATE tasks t SET
 				state = COALESCE(NULLIF(i.state, ''), t.state),
 				error = CASE WHEN i.error IS NULL THEN t.error WHEN i.keep_error THEN COALESCE(t.error, i.error) ELSE i.error END,
 				result = COALESCE(i.result, t.result),
-				run_after = CASE WHEN i.release THEN i.run_after ELSE t.run_after END,
+				run_after = CASE WHEN i.release OR i.run_after IS NOT NULL THEN i.run_after ELSE t.run_after END,
 				attempt = t.attempt + CASE WHEN i.bump THEN 1 ELSE 0 END,
 				finished_at = CASE WHEN i.finished THEN now() ELSE t.finished_at END,
 				cancel_requested_at = CASE WHEN i.cancel THEN COALESCE(t.cancel_requested_at, now()) ELSE t.cancel_requested_at END,
@@ -168,6 +179,13 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				lease_owner = CASE WHEN i.release THEN NULL ELSE t.lease_owner END,
 				lease_token = CASE WHEN i.release THEN NULL ELSE t.lease_token END,
 				lease_expires_at = CASE WHEN i.release THEN NULL ELSE t.lease_expires_at END,
+				pause_requested_at = CASE WHEN i.pause THEN COALESCE(t.pause_requested_at, now())
+					WHEN i.resumed OR COALESCE(NULLIF(i.state, ''), t.state) NOT IN ('running', 'pending') THEN NULL
+					ELSE t.pause_requested_at END,
+				failed_step = CASE WHEN i.resumed THEN NULL WHEN i.release THEN i.failed_step ELSE t.failed_step END,
+				decision_expires_at = CASE WHEN i.resumed THEN NULL
+					WHEN i.release AND i.decision_secs > 0 THEN now() + make_interval(secs => i.decision_secs)
+					WHEN i.release THEN NULL ELSE t.decision_expires_at END,
 				last_seq = t.last_seq + i.n,
 				progress_step = COALESCE(i.progress, t.progress_step + i.done),
 				progress_total = GREATEST(t.progress_total, i.total),
@@ -204,7 +222,7 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		in.ids, in.tokens, in.states, in.release, in.errs, in.keepErr, in.results, in.runAfter, in.bump, in.finished,
 		in.cancel, in.priority, in.progress, in.counts, in.done, in.total, in.events,
 		st.taskIDs, st.idx, st.names, st.keys, st.states, st.attempts, st.compAttempts, st.outputs, st.errs,
-		st.started, st.finished, st.compensated, in.waits)
+		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs)
 	if err != nil {
 		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
@@ -253,7 +271,9 @@ type applyArrays struct {
 	ids, states                                     []string
 	tokens, errs                                    []*string
 	release, keepErr, bump, finished, cancel, waits []bool
-	results, events                                 [][]byte
+	pause, resumed                                  []bool
+	results, events, failedSteps                    [][]byte
+	decisionSecs                                    []float64
 	runAfter                                        []*time.Time
 	priority                                        []int16
 	progress                                        []*int32
@@ -299,6 +319,12 @@ func (a *applyArrays) add(w TaskWrite) {
 	a.priority, a.progress = append(a.priority, int16(w.Priority)), append(a.progress, progress)
 	a.counts, a.done, a.total = append(a.counts, int32(len(w.Events))), append(a.done, int32(d)), append(a.total, int32(tot))
 	a.events = append(a.events, encodeEvents(w.Events))
+	var failed []byte
+	if w.FailedStep != nil {
+		failed, _ = json.Marshal(w.FailedStep)
+	}
+	a.pause, a.resumed = append(a.pause, w.Pause), append(a.resumed, w.Resumed)
+	a.failedSteps, a.decisionSecs = append(a.failedSteps, failed), append(a.decisionSecs, w.DecisionTimeout.Seconds())
 }
 
 // progressOf is what events add to a task's progress: the steps they

@@ -59,8 +59,9 @@ func (s *Store) WorkerList(ctx context.Context) ([]Worker, error) {
 }
 
 // TaskMaintain does the periodic housekeeping any node may do: promote
-// scheduled tasks whose time came, expire approvals past their time, and
-// forget idempotency keys older than keyTTL.
+// scheduled tasks whose time came, expire approvals past their time, roll
+// back overdue failed-step decisions, and forget idempotency keys older
+// than keyTTL.
 func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
 	var promoted int
 	err := s.pool.QueryRow(ctx, `
@@ -77,6 +78,9 @@ func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
 		s.wake.Send(readyNote)
 	}
 	if _, err := s.ApprovalExpire(ctx); err != nil {
+		return err
+	}
+	if _, err := s.TaskDecisionExpire(ctx); err != nil {
 		return err
 	}
 	_, err = s.pool.Exec(ctx, `

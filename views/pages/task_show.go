@@ -44,6 +44,12 @@ type ApprovalView struct {
 	Roles                               []string
 	// Detail is an agent tool call's exact call (tool, arguments, plan) as JSON.
 	Detail string
+	// Environment: an environment's reviewers (Required distinct people);
+	// Decisions lists who decided so far.
+	Environment bool
+	Required    int
+	Decisions   []string // "pat@acme.test approved: looks good"
+	Changes     []ChangeRow
 }
 
 // EventView is one line of the raw event log.
@@ -57,7 +63,7 @@ type EventView struct {
 var EventTypes = []string{"task.state", "step.started", "step.log", "step.completed", "step.failed", "step.retrying",
 	"step.compensating", "step.compensated", "approval.requested", "approval.decided", "tool.executed",
 	"agent.thinking", "agent.tool_call", "agent.tool_result", "agent.question", "agent.error", "artifact.created",
-	"task.completed", "task.failed", "task.cancelled"}
+	"task.completed", "task.failed", "task.cancelled", "task.paused", "task.resumed", "task.override"}
 
 // ArtifactView is one kept output.
 type ArtifactView struct {
@@ -67,17 +73,21 @@ type ArtifactView struct {
 
 // TaskShowProps are the inputs of TaskShow and its live fragments.
 type TaskShowProps struct {
-	Task       TaskView
-	Stages     []components.StageView
-	StepsSig   string                // names the steps' structure: the socket re-sends the list when it changes
-	Undo       []components.StepView // the compensation lane, in the order undone
-	UndoSig    string
-	Failure    *components.StepView // the step whose failure ended the run, with its output
-	Gantt      components.GanttView
-	Approvals  []ApprovalView
+	Task      TaskView
+	Stages    []components.StageView
+	StepsSig  string                // names the steps' structure: the socket re-sends the list when it changes
+	Undo      []components.StepView // the compensation lane, in the order undone
+	UndoSig   string
+	Failure   *components.StepView // the step whose failure ended the run, with its output
+	Gantt     components.GanttView
+	Approvals []ApprovalView
+	// Notes say what an environment's rules do to the task: held by a
+	// freeze, scheduled, overridden, promoted.
+	Notes      []KV        // Key: a data-testid; Value: the text
 	Events     []EventView // the raw event log, newest first (bounded)
 	Artifacts  []ArtifactView
-	Agent      *AgentView // agent tasks, and failed deploys when an LLM can explain them
+	Agent      *AgentView   // agent tasks, and failed deploys when an LLM can explain them
+	Control    *ControlView // pause, resume and a failed step's decision; nil when nothing applies
 	CanCancel  bool
 	CanAdmin   bool
 	Flash      string

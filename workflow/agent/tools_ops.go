@@ -413,6 +413,11 @@ func runDeploy(ctx context.Context, e *Env, args map[string]any) (string, error)
 	if err := saga.NewDeploy(&in, p, plan.Params, e.Task.Team); err != nil {
 		return "", err
 	}
+	// the environment's rules hold for an agent's deploy as for any
+	// submit; an agent never overrides them
+	if err := saga.ProtectDeploy(ctx, e.Store, &in, p, plan.Params, saga.Protection{Rules: e.Catalog.Environments()}); err != nil {
+		return "", err
+	}
 	t, _, err := e.Store.TaskInsert(ctx, in)
 	if errors.Is(err, store.ErrQueueFull) {
 		return "", fmt.Errorf("the team's queue is full; try later")

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -28,6 +29,10 @@ var (
 	ErrLeaseLost = errors.New("lease lost")
 	// ErrDeadline: the task ran past its deadline; compensate and end it failed.
 	ErrDeadline = errors.New("deadline exceeded")
+	// ErrPauseRequested: a person asked the task to pause. It cancels
+	// nothing: the job's PauseRequested says so, and the handler parks the
+	// task once the step it is in ends.
+	ErrPauseRequested = errors.New("pause requested")
 )
 
 // Handler runs claimed tasks of one kind.
@@ -59,6 +64,11 @@ type Outcome struct {
 	// (awaiting_approval) or an agent's question (awaiting_input).
 	Approvals *store.ApprovalPark
 	Question  *store.QuestionPark
+	// With State paused: the failed step a person must decide about
+	// (guided failure; nil for a pause a person asked for), and how long
+	// they have before the task rolls back.
+	FailedStep      *task.FailedStep
+	DecisionTimeout time.Duration
 }
 
 // Job is a claimed task as its handler sees it. Its writes are buffered
@@ -90,6 +100,7 @@ type Job struct {
 	stopCause error
 	drainOnce sync.Once
 	draining  chan struct{}
+	pause     atomic.Bool // a person asked the task to pause
 }
 
 func (p *Pool) newJob(bg context.Context, c store.Claimed) *Job {
@@ -103,6 +114,8 @@ func (p *Pool) newJob(bg context.Context, c store.Claimed) *Job {
 	if c.Task.CancelRequested && c.Task.State == task.StateRunning {
 		cancel(ErrCancelRequested)
 	}
+	// asked while the task waited to run again (handed back, rescued)
+	j.pause.Store(c.Task.PauseRequested && c.Task.State == task.StateRunning)
 	return j
 }
 
@@ -177,6 +190,9 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) (wrote task.State) {
 	defer j.flushMu.Unlock()
 	w := j.take()
 	w.State, w.Release, w.Result, w.RunAfter, w.BumpAttempt = state, true, out.Result, out.RunAfter, panicked
+	if state == task.StatePaused {
+		w.FailedStep, w.DecisionTimeout = out.FailedStep, out.DecisionTimeout
+	}
 	if out.Error != "" {
 		w.Error = &out.Error
 	}
@@ -233,7 +249,8 @@ func (j *Job) releaseState() task.State {
 }
 
 func parked(s task.State) bool {
-	return s == task.StateAwaitingApproval || s == task.StateAwaitingInput || s == task.StateScheduled || s == task.StateNeedsAttention
+	return s == task.StateAwaitingApproval || s == task.StateAwaitingInput || s == task.StateScheduled || s == task.StateNeedsAttention ||
+		s == task.StatePaused
 }
 
 // finalEvent describes the transition an outcome makes.
@@ -253,6 +270,9 @@ func finalEvent(s task.State, out Outcome) task.Event {
 		}
 		return task.Event{Type: typ, Status: status, Message: msg, Data: data}
 	}
+	if s == task.StatePaused {
+		return pausedEvent(out)
+	}
 	status := task.StatusLog
 	switch s {
 	case task.StateAwaitingApproval:
@@ -267,6 +287,27 @@ func finalEvent(s task.State, out Outcome) task.Event {
 	return task.Event{Type: task.EventTaskState, Status: status, Message: msg, Data: data}
 }
 
+// pausedEvent is a park's task.paused: for a failed step, what failed and
+// until when a person may decide (the row's decision_expires_at is the
+// database's; this is the worker's estimate of it, for the message).
+func pausedEvent(out Outcome) task.Event {
+	d := map[string]any{"state": task.StatePaused}
+	msg, status := out.Message, task.StatusLog
+	if out.FailedStep != nil {
+		d["failed_step"] = out.FailedStep
+		d["decision_timeout_s"] = out.DecisionTimeout.Seconds()
+		status = task.StatusApproval
+		if msg == "" {
+			msg = fmt.Sprintf("Step %s failed; waiting for a decision: retry, skip or roll back", out.FailedStep.Name)
+		}
+	}
+	if msg == "" {
+		msg = "Task paused"
+	}
+	data, _ := json.Marshal(d)
+	return task.Event{Type: task.EventTaskPaused, Status: status, Message: msg, Data: data}
+}
+
 func nilIfEmpty(s string) *string {
 	if s == "" {
 		return nil
@@ -278,6 +319,10 @@ func nilIfEmpty(s string) *string {
 // also close Stopping, which work that must outlive a cancel (compensation)
 // still obeys.
 func (j *Job) interrupt(cause error) {
+	if errors.Is(cause, ErrPauseRequested) {
+		j.pause.Store(true) // the step in progress goes on
+		return
+	}
 	j.cancel(cause)
 	if errors.Is(cause, ErrShutdown) || errors.Is(cause, ErrLeaseLost) {
 		j.stopOnce.Do(func() { j.stopCause = cause; close(j.stop) })
@@ -305,6 +350,10 @@ func (j *Job) StopCause() error {
 		return nil
 	}
 }
+
+// PauseRequested reports whether a person asked the task to pause: the
+// handler parks it (Outcome State paused) once the step it is in ends.
+func (j *Job) PauseRequested() bool { return j.pause.Load() }
 
 // Token is the lease token every write about this task must carry.
 func (j *Job) Token() string { return j.Task.LeaseToken }

@@ -24,6 +24,7 @@ import (
 
 	"flightdeck/store"
 	"flightdeck/workflow/action"
+	"flightdeck/workflow/environment"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
@@ -57,6 +58,10 @@ type Config struct {
 	FlushInterval time.Duration
 	// Secrets returns the values to redact from outputs (server secrets).
 	Secrets func() []string
+	// Freezes returns the team's freezes of an environment made through
+	// the API that hold at a time or start within a day; nil: none (the
+	// catalog's recurring windows still hold).
+	Freezes func(ctx context.Context, teamID, env string, at time.Time) ([]environment.Span, error)
 	Logger  *slog.Logger
 }
 
@@ -142,6 +147,9 @@ func (rn *run) walk() queue.Outcome {
 	if t.State == task.StateCompensating {
 		return rn.finishWithCompensation(t.CancelRequested, derefOr(t.Error, "cancelled"))
 	}
+	if held := rn.frozen(); held != nil {
+		return *held
+	}
 	for _, st := range rn.stages {
 		park, err := rn.stage(st)
 		if park != nil {
@@ -152,10 +160,46 @@ func (rn *run) walk() queue.Outcome {
 				return rn.interruptedOutcome(err)
 			}
 			cancelled := errors.Is(context.Cause(rn.ctx), queue.ErrCancelRequested)
+			if park := rn.askOnFailure(err); park != nil && !cancelled {
+				return *park
+			}
 			return rn.finishWithCompensation(cancelled, err.Error())
 		}
 	}
 	return rn.completed()
+}
+
+// frozen parks a task that has not started a step while its environment
+// is frozen (contract §9): it waits, scheduled, for the freeze's end,
+// holding no worker, and is checked again then. A task whose override
+// broke the glass at submit starts anyway; one that started a step
+// finishes.
+func (rn *run) frozen() *queue.Outcome {
+	t := rn.j.Task
+	if t.Environment == "" || len(t.Override) > 0 || t.CancelRequested {
+		return nil
+	}
+	for _, row := range rn.steps {
+		if row.State != task.StepPending {
+			return nil
+		}
+	}
+	now := time.Now()
+	var api []environment.Span
+	if rn.r.cfg.Freezes != nil {
+		var err error
+		if api, err = rn.r.cfg.Freezes(rn.ctx, t.TeamID, t.Environment, now); err != nil {
+			// a database fault is not the task's: hand it back
+			return &queue.Outcome{}
+		}
+	}
+	hold, frozen := rn.r.cfg.Catalog.Environments().Get(t.Environment).Frozen(api, now)
+	if !frozen {
+		return nil
+	}
+	until := hold.Until.UTC()
+	return &queue.Outcome{State: task.StateScheduled, RunAfter: &until,
+		Message: fmt.Sprintf("Held: %s is frozen (%s) until %s", t.Environment, hold.Reason, until.Format(time.RFC3339))}
 }
 
 // initSteps loads the step rows the submit and earlier runs stored (the

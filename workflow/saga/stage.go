@@ -38,6 +38,10 @@ func (rn *run) stage(st pipeline.Stage) (*queue.Outcome, error) {
 	if rn.draining() {
 		return nil, errInterrupted
 	}
+	if rn.j.PauseRequested() {
+		// between steps (or groups): the one before has ended
+		return &queue.Outcome{State: task.StatePaused, Message: "Paused before " + todo[0].Name}, nil
+	}
 	if park, err := rn.approvals(todo); park != nil || err != nil {
 		return park, err
 	}

@@ -74,7 +74,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 			}}); werr != nil {
 				return werr
 			}
-			return fmt.Errorf("step %s failed: %w", ps.Name, err)
+			return &stepFailure{ps: ps, attempt: attempt, err: err}
 		}
 		wait := rn.r.retryWait(failures, err)
 		msg := fmt.Sprintf("Step %s failed (%s); retrying in %s (%d of %d retries)", ps.Name, err, wait.Round(time.Millisecond), failures, ps.Step.Retries)
