@@ -109,22 +109,6 @@ func (s *Store) BenchFill(ctx context.Context, p BenchFillParams) error {
 	return interpretError(err)
 }
 
-// BenchEnvironments points each environment of the filled tasks at its
-// last completed deploy and the one before it with other params (what the
-// completing writes would have left; the fill inserts finished tasks).
-func (s *Store) BenchEnvironments(ctx context.Context) error {
-	_, err := s.pool.Exec(ctx, `
-		UPDATE environments e SET current_task_id = c.id, previous_task_id = p.id
-		FROM environments e2
-		CROSS JOIN LATERAL (SELECT id, params FROM tasks t WHERE t.team_id = e2.team_id AND t.pipeline = e2.pipeline
-			AND t.target_key = e2.target_key AND t.state = 'completed' ORDER BY finished_at DESC, id DESC LIMIT 1) c
-		LEFT JOIN LATERAL (SELECT id FROM tasks t WHERE t.team_id = e2.team_id AND t.pipeline = e2.pipeline
-			AND t.target_key = e2.target_key AND t.state = 'completed' AND t.params <> c.params
-			ORDER BY finished_at DESC, id DESC LIMIT 1) p ON true
-		WHERE e.team_id = e2.team_id AND e.pipeline = e2.pipeline AND e.target_key = e2.target_key`)
-	return interpretError(err)
-}
-
 // Analyze refreshes the planner's statistics of every table (bench pages,
 // after a fill).
 func (s *Store) Analyze(ctx context.Context) error {

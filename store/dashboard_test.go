@@ -200,7 +200,7 @@ func TestRollupsMatchTheTasks(t *testing.T) {
 func rollupsFromScratch(t *testing.T, db *pgxpool.Pool, teamID string) []store.Rollup {
 	t.Helper()
 	rows, err := db.Query(t.Context(), `
-		SELECT pipeline, state, started_at, finished_at, waited_ms, flightdeck_deploy_target(pipeline, target_key, params, concurrency_key)
+		SELECT pipeline, state, started_at, finished_at, waited_ms, pipeline || ' ' || COALESCE(target_key, concurrency_key, (params - 'version')::text)
 		FROM tasks WHERE team_id = $1 AND state IN ('completed', 'failed', 'cancelled') ORDER BY finished_at`, teamID)
 	require.NoError(t, err)
 	defer rows.Close()

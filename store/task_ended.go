@@ -462,6 +462,14 @@ func (s *Store) RollupRebuild(ctx context.Context, teamID string) error {
 		if err != nil {
 			return interpretError(err)
 		}
+		// every target the team deployed to is listed, finished or not
+		_, err = tx.Exec(ctx, `
+			INSERT INTO environments (team_id, pipeline, target_key)
+			SELECT DISTINCT team_id, pipeline, target_key FROM tasks WHERE team_id = $1 AND target_key IS NOT NULL
+			ON CONFLICT DO NOTHING`, teamID)
+		if err != nil {
+			return interpretError(err)
+		}
 		var now time.Time
 		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
 			return interpretError(err)

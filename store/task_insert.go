@@ -114,7 +114,7 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 	var id string
 	var res insertResult
 	for try := 0; ; try++ {
-		if p.MaxPending > 0 {
+		if p.MaxPending > 0 || p.ConcurrencyPolicy == "cancel_newest" {
 			res, err = s.taskInsertLocked(ctx, p)
 		} else {
 			res, err = s.taskInsertOnce(ctx, s.pool, p)
@@ -200,15 +200,25 @@ func (r insertResult) task(p TaskInsertParams) *task.Task {
 	return t
 }
 
-// taskInsertLocked inserts under the team's submission lock, so the pending
-// count it checks cannot change before it commits.
+// taskInsertLocked inserts in a transaction: with a pending bound under the
+// team's submission lock, so the pending count it checks cannot change
+// before it commits; and a task cancelled at once (cancel_newest) is
+// counted in the rollups as it commits, like any task that ends.
 func (s *Store) taskInsertLocked(ctx context.Context, p TaskInsertParams) (res insertResult, err error) {
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 7))`, p.TeamID); err != nil {
-			return interpretError(err)
+		if p.MaxPending > 0 {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 7))`, p.TeamID); err != nil {
+				return interpretError(err)
+			}
 		}
-		res, err = s.taskInsertOnce(ctx, tx, p)
-		return err
+		if res, err = s.taskInsertOnce(ctx, tx, p); err != nil {
+			return err
+		}
+		if res.insertedID == "" || !task.State(res.state).Terminal() || res.finishedAt == nil {
+			return nil
+		}
+		return taskEnded(ctx, tx, []Ended{{ID: res.insertedID, TeamID: p.TeamID, Kind: p.Kind, Pipeline: p.Pipeline,
+			State: task.State(res.state), CreatedAt: res.createdAt, FinishedAt: *res.finishedAt, TargetKey: p.TargetKey}})
 	})
 	return res, err
 }
@@ -273,6 +283,11 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 					'Task cancelled: ' || error, jsonb_build_object('state', 'cancelled', 'error', error)))
 				ELSE COALESCE($26::jsonb, '[]') END
 			FROM ins
+		), environment AS (
+			-- a deploy's target is listed from its first submit on
+			INSERT INTO environments (team_id, pipeline, target_key)
+			SELECT $1, $4, NULLIF($21, '') FROM ins WHERE NULLIF($21, '') IS NOT NULL
+			ON CONFLICT DO NOTHING
 		), reviewers AS (
 			-- an environment's reviewers decide before the first step
 			INSERT INTO approvals (id, task_id, team_id, step_idx, step_name, attempt, kind, detail, roles, expires_at, required, changes)

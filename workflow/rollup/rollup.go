@@ -14,7 +14,7 @@ import (
 )
 
 // BucketUpper is the longest run time of rollup bucket b: bucket 0 holds
-// up to 1 ms, bucket b up to 2^(b/4) ms (flightdeck_ms_bucket in SQL).
+// up to 1 ms, bucket b up to 2^(b/4) ms (store.msBucket).
 func BucketUpper(b int) time.Duration {
 	if b <= 0 {
 		return time.Millisecond
