@@ -41,7 +41,7 @@ test('environments after two deploys and a rollback', async ({ browser }) => {
 
   // Roll back: a re-run of the previous deploy, through the normal submit.
   await target.getByTestId('env-rollback').click();
-  await target.getByTestId('confirm-ok').click(); // the dialog asks first
+  await dev.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(dev).toHaveURL(/\/tasks\/[0-9a-f-]{36}$/);
   const rollback = dev.url().split('/').pop()!;
   expect(rollback).not.toBe(v1);

@@ -127,7 +127,9 @@ test('a failure undone: "undone" in its own colour, the error once, undo bars ap
       const probe = document.createElement('span');
       probe.className = 'badge badge-completed';
       document.body.appendChild(probe);
-      return getComputedStyle(probe).color;
+      const color = getComputedStyle(probe).color;
+      probe.remove();
+      return color;
     });
     expect(undone).not.toBe(green);
 
