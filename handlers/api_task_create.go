@@ -92,7 +92,7 @@ func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest
 		}
 		p.DeadlineSeconds = *req.DeadlineSeconds
 	}
-	p.MaxAttempts = 5
+	p.MaxAttempts = task.MaxAttemptsDefault
 	if req.MaxAttempts != nil {
 		if *req.MaxAttempts < 1 || *req.MaxAttempts > 100 {
 			return errInvalid("max_attempts", "max_attempts must be between 1 and 100")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -27,6 +28,14 @@ func (h *Handler) environmentList(c echo.Context) error {
 		TeamIDs: u.TeamIDs(), Pipeline: filter, History: envHistoryShown})
 	if err != nil {
 		return err
+	}
+	health, err := h.store.LocalHealthList(c.Request().Context(), u.TeamIDs())
+	if err != nil {
+		return err
+	}
+	hosts := map[string]store.LocalHostHealth{}
+	for _, hh := range health {
+		hosts[hh.TeamID+" "+hh.Host] = hh
 	}
 	p := pages.EnvironmentsProps{Pipeline: filter, CSRFToken: csrfToken(c)}
 	for _, pl := range h.pipelines.All() {
@@ -54,9 +63,84 @@ func (h *Handler) environmentList(c echo.Context) error {
 			v.Current = e.Current != nil && d.TaskID == e.Current.TaskID
 			t.History = append(t.History, *v)
 		}
+		t.Rollback = previousIsOlder(t)
+		if hh, ok := hosts[e.TeamID+" "+localHost(e.TargetKey)]; ok {
+			t.Health = envHealth(hh, now)
+			if hh.Serving {
+				t.AppURL = h.localAppURL(hh.Host)
+			}
+		}
 		group.Targets = append(group.Targets, t)
 	}
 	return h.render(c, http.StatusOK, "Environments", "environments", pages.Environments(p))
+}
+
+// previousIsOlder reports whether the target's previous deploy is an older
+// version than its current one, which "Roll back" offers; otherwise (after
+// a roll back, the previous is the newer version) it is a "Redeploy". A
+// version is as old as its first deploy in the history (newest first).
+func previousIsOlder(t pages.EnvTarget) bool {
+	if t.Current == nil || t.Previous == nil || t.Current.Version == t.Previous.Version {
+		return false
+	}
+	first := map[string]int{}
+	for i, d := range t.History {
+		first[d.Version] = i
+	}
+	prev, okPrev := first[t.Previous.Version]
+	cur, okCur := first[t.Current.Version]
+	return !okPrev || !okCur || prev > cur
+}
+
+// localHost is the local provider's host of a target whose key names an
+// app and an env ("shop.staging"), the host its actions derive; "" otherwise.
+func localHost(targetKey string) string {
+	var target map[string]any
+	if json.Unmarshal([]byte(targetKey), &target) != nil {
+		return ""
+	}
+	app, okApp := target["app"].(string)
+	env, okEnv := target["env"].(string)
+	if !okApp || !okEnv {
+		return ""
+	}
+	return app + "." + env
+}
+
+// envHealth is what the target's monitor last found, in words.
+func envHealth(hh store.LocalHostHealth, now time.Time) *pages.EnvHealth {
+	out := &pages.EnvHealth{State: "unmonitored", Text: "no monitor"}
+	switch {
+	case !hh.Monitored:
+	case hh.Healthy == nil:
+		out.State, out.Text = "pending", "not checked yet"
+	case *hh.Healthy:
+		out.State, out.Text = "healthy", "healthy"
+	default:
+		out.State, out.Text = "unhealthy", "unhealthy"
+		if hh.Alert != nil {
+			out.Detail = *hh.Alert
+		}
+	}
+	if hh.LastCheckedAt != nil {
+		out.CheckedAgo = "checked " + ago(now.Sub(*hh.LastCheckedAt))
+	}
+	return out
+}
+
+// localAppURL is where a deployed app answers: its host under .localhost
+// on this server's port (the local provider's reverse proxy).
+func (h *Handler) localAppURL(host string) string {
+	u, err := url.Parse(h.cfg.PublicURL())
+	if err != nil {
+		return ""
+	}
+	port := u.Port()
+	u.Host, u.Path = host+".localhost", "/"
+	if port != "" {
+		u.Host += ":" + port
+	}
+	return u.String()
 }
 
 // envDeploy is d as the page shows it: its version is the pipeline's

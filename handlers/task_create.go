@@ -46,13 +46,7 @@ func (h *Handler) taskCreate(c echo.Context) error {
 			}
 			params[prm.Name] = n
 		case "list":
-			var items []any
-			for _, it := range strings.Split(v, ",") {
-				if it = strings.TrimSpace(it); it != "" {
-					items = append(items, it)
-				}
-			}
-			params[prm.Name] = items
+			params[prm.Name] = formList(v)
 		default:
 			params[prm.Name] = v
 		}
@@ -83,7 +77,7 @@ func (h *Handler) taskCreate(c echo.Context) error {
 	if err != nil {
 		return rerender(http.StatusUnprocessableEntity, err.Error())
 	}
-	in := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, Priority: prio, MaxAttempts: 5, MaxPending: h.cfg.MaxPending,
+	in := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, Priority: prio, MaxAttempts: task.MaxAttemptsDefault, MaxPending: h.cfg.MaxPending,
 		Traceparent: tracing.Traceparent(c.Request().Context())}
 	if err := saga.NewDeploy(&in, p, validated, team.Team); err != nil {
 		return rerender(http.StatusUnprocessableEntity, err.Error())

@@ -76,10 +76,11 @@ type StepSave struct {
 	Output              json.RawMessage
 	Error               *string
 	// StartedAt, FinishedAt and CompensatedAt are when the worker saw the
-	// step start, end or be undone since the row was last written (nil:
-	// not since). The worker's clock, not the write's: writes are batched,
-	// so the database's now() would be up to a flush late and give a fast
-	// step no duration. A step's started_at keeps its first attempt's.
+	// step start (its first attempt), end and be undone. The worker's
+	// clock, not the write's: writes are batched, so the database's now()
+	// would be up to a flush late and give a fast step no duration. A save
+	// is the whole row (the saga's run keeps it, runner.go apply): what it
+	// leaves nil is stored nil.
 	StartedAt, FinishedAt, CompensatedAt *time.Time
 }
 

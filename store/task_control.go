@@ -115,50 +115,24 @@ func (s *Store) TaskSetPriority(ctx context.Context, teamIDs []string, id string
 }
 
 // stateChange is a change of a task's row made by a person or the system
-// (not its worker): zero fields keep what is there.
+// (not its worker): zero fields keep what is there. A terminal State also
+// sets finished_at.
 type stateChange struct {
 	State    task.State    // "" keeps the state
-	Finished bool          // finished_at = now()
+	Finished bool          // kept for readability: a terminal State finishes the task
 	Error    *string       // the task's error
 	KeepErr  bool          // with Error: only if the task has none yet
 	Cancel   bool          // cancel_requested_at, if not set yet
 	Priority task.Priority // 0 keeps the priority
 }
 
-// appendStateEvents applies c to task id and appends events with the next
-// seqs, in tx: a state change and its events commit together (invariant 6).
+// appendStateEvents applies c to task id (locked by tx) with events, through
+// the one write that counts seqs (taskApply): a state change and its events
+// commit together (invariant 6).
 func appendStateEvents(ctx context.Context, tx pgx.Tx, id string, c stateChange, events []task.Event) error {
-	var last int
-	err := tx.QueryRow(ctx, `
-		UPDATE tasks SET
-			state = COALESCE(NULLIF($2, ''), state),
-			finished_at = CASE WHEN $3 THEN now() ELSE finished_at END,
-			error = CASE WHEN $4::text IS NULL THEN error WHEN $5 THEN COALESCE(error, $4) ELSE $4 END,
-			cancel_requested_at = CASE WHEN $6 THEN COALESCE(cancel_requested_at, now()) ELSE cancel_requested_at END,
-			priority = COALESCE(NULLIF($7, 0)::smallint, priority),
-			last_seq = last_seq + $8
-		WHERE id = $1 RETURNING last_seq`,
-		id, string(c.State), c.Finished, c.Error, c.KeepErr, c.Cancel, int16(c.Priority), len(events)).Scan(&last)
-	if err != nil {
-		return interpretError(err)
-	}
-	return insertEvents(ctx, tx, id, last-len(events)+1, events)
-}
-
-// insertEvents writes events with seqs first, first+1, … and notifies
-// listeners of the last one.
-func insertEvents(ctx context.Context, tx pgx.Tx, id string, first int, events []task.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `
-		INSERT INTO task_event_batches (task_id, first_seq, last_seq, events) VALUES ($1, $2, $3, $4)`,
-		id, first, first+len(events)-1, encodeEvents(events))
-	if err != nil {
-		return interpretError(err)
-	}
-	noteTx(tx, eventsNote(id, first+len(events)-1))
-	return nil
+	_, err := taskApplyTx(ctx, tx, TaskWrite{ID: id, State: c.State, Error: c.Error, KeepErr: c.KeepErr, Cancel: c.Cancel,
+		Priority: c.Priority, Events: events})
+	return err
 }
 
 // TaskResolve is an admin's answer to a task in needs_attention: retry runs

@@ -154,7 +154,7 @@ func (r insertResult) task(p TaskInsertParams) *task.Task {
 	}
 	t := &task.Task{
 		ID: r.insertedID, TeamID: p.TeamID, Team: p.Team, Kind: p.Kind, Pipeline: p.Pipeline, Params: params,
-		Prompt: p.Prompt, Priority: p.Priority, State: task.State(r.state), MaxAttempts: cmp.Or(p.MaxAttempts, 5),
+		Prompt: p.Prompt, Priority: p.Priority, State: task.State(r.state), MaxAttempts: cmp.Or(p.MaxAttempts, task.MaxAttemptsDefault),
 		CreatedByID: p.CreatedByID, CreatedBy: p.CreatedBy, CreatedAt: r.createdAt.UTC(),
 		DeadlineAt: r.deadlineAt, FinishedAt: r.finishedAt, Error: r.error, LastSeq: r.lastSeq,
 	}
@@ -192,7 +192,7 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 	}
 	maxAttempts := p.MaxAttempts
 	if maxAttempts == 0 {
-		maxAttempts = 5
+		maxAttempts = task.MaxAttemptsDefault
 	}
 	var inserted, existing, state *string
 	var created *time.Time

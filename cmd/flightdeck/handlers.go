@@ -51,7 +51,7 @@ func agentConfig(cfg config.Config, st *store.Store, catalog *pipeline.Catalog, 
 			WallClockSeconds: int(a.MaxWall / time.Second)},
 		Retry: agent.RetryConfig{Attempts: a.LLMAttempts, RequestTimeout: a.LLMTimeout, BackoffBase: a.LLMBackoff,
 			BackoffMax: a.LLMBackoffMax, BreakerThreshold: a.LLMBreakerThreshold, BreakerCooldown: a.LLMBreakerCooldown},
-		Catalog: catalog, Artifacts: artifact.New(st, cfg.ArtifactMaxBytes), MaxPending: cfg.MaxPending,
+		Catalog: catalog, Store: st, Artifacts: artifact.New(st, cfg.ArtifactMaxBytes), MaxPending: cfg.MaxPending,
 		Secrets: cfg.SecretValues, Logger: logger,
 	}
 }

@@ -14,6 +14,15 @@ document.addEventListener("click", function (evt) {
   btn.setAttribute("aria-expanded", open ? "true" : "false");
 });
 
+// A select marked data-autosubmit submits its form when changed (the
+// pipeline picker): the CSP forbids inline handlers such as onchange=.
+document.addEventListener("change", function (evt) {
+  var el = evt.target;
+  if (!el.matches || !el.matches("select[data-autosubmit]") || !el.form) return;
+  if (el.form.requestSubmit) el.form.requestSubmit();
+  else el.form.submit();
+});
+
 // Copy buttons (a task's full id): the clipboard when the page may use it,
 // else the text is selected for the person to copy.
 document.addEventListener("click", function (evt) {

@@ -1010,8 +1010,11 @@ func headTestID(lane string) string {
 	return "step-row"
 }
 
+// attempts counts a step's tries; "of" only within one run's budget: a
+// step the task tried again (a retried undo, a resumed run) counts on past
+// its max, and "attempt 4 of 2" would read as a bug.
 func attempts(s StepView) string {
-	if s.MaxAttempts > 1 {
+	if s.MaxAttempts > 1 && s.Attempt <= s.MaxAttempts {
 		return "attempt " + strconv.Itoa(s.Attempt) + " of " + strconv.Itoa(s.MaxAttempts)
 	}
 	return "attempt " + strconv.Itoa(s.Attempt)

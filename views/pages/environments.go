@@ -24,6 +24,19 @@ type EnvTarget struct {
 	WaitingID   []string // the first few of them
 	History     []EnvDeploy
 	CanDeploy   bool // the viewer may redeploy and roll back (deployer or above)
+	// Rollback: Previous is an older version than Current ("Roll back to");
+	// otherwise its button redeploys it.
+	Rollback bool
+	Health   *EnvHealth // nil: the target has no local host
+	AppURL   string     // where the deployed app answers; "" when nothing serves it
+}
+
+// EnvHealth is what a target's monitor last found.
+type EnvHealth struct {
+	State      string // healthy, unhealthy, pending (not checked yet), unmonitored
+	Text       string // State in words
+	Detail     string // the open alert's message
+	CheckedAgo string // "checked 5 min ago", "" when never
 }
 
 // EnvPipeline is one pipeline's table of targets.

@@ -12,6 +12,7 @@ import (
 type TaskView struct {
 	ID, Kind, Pipeline, State, Priority, CreatedBy, Error, Params, Prompt string
 	RerunOf                                                               string // the task this one repeats, "" for none
+	Resolution                                                            string // an admin's resolution of a stuck task, a note rather than an error
 	CreatedAt                                                             time.Time
 	StartedAt, FinishedAt                                                 *time.Time
 	Progress                                                              task.Progress

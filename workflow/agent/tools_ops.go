@@ -407,7 +407,7 @@ func runDeploy(ctx context.Context, e *Env, args map[string]any) (string, error)
 	sum := sha256.Sum256(append([]byte(plan.Pipeline+"\x00"), params...))
 	// Stored as any submit stores a deploy: the secret params apart, so
 	// they reach only its worker.
-	in := store.TaskInsertParams{TeamID: e.Task.TeamID, CreatedByID: e.Task.CreatedByID, Priority: prio, MaxAttempts: 5,
+	in := store.TaskInsertParams{TeamID: e.Task.TeamID, CreatedByID: e.Task.CreatedByID, Priority: prio, MaxAttempts: task.MaxAttemptsDefault,
 		IdempotencyKey: e.CallKey, RequestHash: sum[:], MaxPending: e.MaxPending,
 		Traceparent: tracing.Traceparent(ctx)} // the agent's tool span: its run links to the agent's
 	if err := saga.NewDeploy(&in, p, plan.Params, e.Task.Team); err != nil {

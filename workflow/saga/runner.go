@@ -181,7 +181,7 @@ func (rn *run) initSteps() {
 			row := store.StepRow{Idx: ps.Index, Name: ps.Name, State: task.StepPending,
 				IdempotencyKey: stepKey(rn.j.Task.ID, rn.j.Task.Team, rn.params, ps)}
 			rn.steps[ps.Index] = &row
-			rn.j.SaveStep(saveOf(row, change{}, time.Time{}))
+			rn.j.SaveStep(saveOf(row))
 			rn.keysStored = false
 		}
 	}
@@ -262,6 +262,8 @@ func (rn *run) startFlusher() {
 		var flushing sync.WaitGroup
 		stopped := false
 		var tick *time.Timer
+		mu.Lock() // the timer may fire before tick is assigned
+		defer mu.Unlock()
 		tick = time.AfterFunc(rn.r.cfg.FlushInterval, func() {
 			mu.Lock()
 			if stopped {
@@ -324,7 +326,7 @@ func (rn *run) write(c change) error {
 		rn.j.Emit(e)
 	}
 	if c.Idx > 0 {
-		rn.j.SaveStep(saveOf(rn.apply(c), c, time.Now()))
+		rn.j.SaveStep(saveOf(rn.apply(c, time.Now())))
 	}
 	if c.TaskState != "" {
 		rn.j.SetState(c.TaskState)
@@ -360,8 +362,12 @@ func (rn *run) redactOutcome(out queue.Outcome) queue.Outcome {
 	return out
 }
 
-// apply records a change in the run's copy of the step row and returns the row.
-func (rn *run) apply(c change) store.StepRow {
+// apply records a change in the run's copy of the step row and returns the
+// row: the one place a step row's fields are merged (the job's buffer and
+// the store keep the latest row whole). at is when the run made the
+// change: the step really started or ended then, whenever the batched
+// write goes out.
+func (rn *run) apply(c change, at time.Time) store.StepRow {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	row := rn.steps[c.Idx]
@@ -369,13 +375,18 @@ func (rn *run) apply(c change) store.StepRow {
 	if c.Start {
 		row.Attempt++
 		row.Error = nil
+		if row.StartedAt == nil {
+			row.StartedAt = &at // the first attempt's start: a step's duration spans its retries
+		}
 	}
 	if c.StartCompensation {
 		row.CompensationAttempt++
 	}
-	if c.Finish && !compensationEnd(c.State) {
-		now := time.Now()
-		row.FinishedAt = &now
+	switch {
+	case c.Finish && compensationEnd(c.State):
+		row.CompensatedAt = &at
+	case c.Finish:
+		row.FinishedAt = &at
 	}
 	if len(c.Output) > 0 {
 		row.Output = c.Output
@@ -390,21 +401,11 @@ func compensationEnd(state task.StepState) bool {
 	return state == task.StepCompensated || state == task.StepCompensationFailed
 }
 
-// saveOf is a step row as the task's next write stores it, with the times
-// change c marks: at, when the run made the change (the step really
-// started or ended then, whenever the batched write goes out).
-func saveOf(row store.StepRow, c change, at time.Time) store.StepSave {
-	s := store.StepSave{Idx: row.Idx, Name: row.Name, IdempotencyKey: row.IdempotencyKey, State: row.State,
-		Attempt: row.Attempt, CompensationAttempt: row.CompensationAttempt, Output: row.Output, Error: row.Error}
-	switch {
-	case c.Start:
-		s.StartedAt = &at
-	case c.Finish && compensationEnd(c.State):
-		s.CompensatedAt = &at
-	case c.Finish:
-		s.FinishedAt = &at
-	}
-	return s
+// saveOf is a step row as the task's next write stores it.
+func saveOf(row store.StepRow) store.StepSave {
+	return store.StepSave{Idx: row.Idx, Name: row.Name, IdempotencyKey: row.IdempotencyKey, State: row.State,
+		Attempt: row.Attempt, CompensationAttempt: row.CompensationAttempt, Output: row.Output, Error: row.Error,
+		StartedAt: row.StartedAt, FinishedAt: row.FinishedAt, CompensatedAt: row.CompensatedAt}
 }
 
 func (rn *run) event(ps pipeline.PlannedStep, typ task.EventType, status task.Status, tool, msg string, data any) task.Event {

@@ -67,7 +67,7 @@ func (rn *run) approvals(todo []pipeline.PlannedStep) (*queue.Outcome, error) {
 				continue
 			}
 		}
-		a, err := rn.j.Store().ApprovalLatest(rn.ctx, rn.j.Task.ID, ps.Index)
+		a, err := rn.j.Reads().ApprovalLatest(rn.ctx, rn.j.Task.ID, ps.Index)
 		switch {
 		case err == nil && a.State == task.ApprovalApproved:
 			continue
@@ -89,21 +89,8 @@ func (rn *run) approvals(todo []pipeline.PlannedStep) (*queue.Outcome, error) {
 	if timeout <= 0 {
 		timeout = pipeline.ApprovalTimeoutDefault
 	}
-	if err := rn.j.Flush(context.WithoutCancel(rn.ctx)); err != nil {
-		return nil, errInterrupted
-	}
-	stateData, _ := json.Marshal(map[string]any{"state": task.StateAwaitingApproval})
-	_, err := rn.j.Store().ApprovalPark(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), store.ApprovalParkParams{
-		Steps: need, Roles: roles, Timeout: timeout,
-		Events: []task.Event{{Type: task.EventTaskState, Status: task.StatusApproval, Message: "Waiting for approval", Data: stateData}},
-	})
-	if errors.Is(err, store.ErrLeaseLost) {
-		return nil, errInterrupted
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &queue.Outcome{State: task.StateAwaitingApproval, Written: true}, nil
+	return &queue.Outcome{State: task.StateAwaitingApproval, Message: "Waiting for approval",
+		Approvals: &store.ApprovalPark{Steps: need, Roles: roles, Timeout: timeout}}, nil
 }
 
 // group runs a stage's steps at once (at most Concurrency) and joins them:

@@ -35,6 +35,10 @@ const (
 	StateCancelled        State = "cancelled"
 )
 
+// MaxAttemptsDefault is how often a task is started when its submit does
+// not say (contract §2: a start its worker did not live through counts).
+const MaxAttemptsDefault = 5
+
 // States lists every state, in lifecycle order.
 var States = []State{StatePending, StateScheduled, StateRunning, StateAwaitingApproval, StateAwaitingInput,
 	StateCompensating, StateNeedsAttention, StateCompleted, StateFailed, StateCancelled}
@@ -42,6 +46,18 @@ var States = []State{StatePending, StateScheduled, StateRunning, StateAwaitingAp
 // Terminal reports whether no further transition can happen.
 func (s State) Terminal() bool {
 	return s == StateCompleted || s == StateFailed || s == StateCancelled
+}
+
+// Claimable reports whether a worker may claim a task in s (when it holds
+// no lease): pending tasks start or resume, compensating ones undo steps.
+func (s State) Claimable() bool {
+	return s == StatePending || s == StateCompensating
+}
+
+// WaitsForPerson reports whether a task in s waits for a person's decision
+// or answer: that time is not run time (the dashboard's rollups).
+func (s State) WaitsForPerson() bool {
+	return s == StateAwaitingApproval || s == StateAwaitingInput
 }
 
 // Valid reports whether s is a known state.
