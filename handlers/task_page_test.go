@@ -83,7 +83,9 @@ func TestSubmitFormAndTaskPage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "pending", doc.Find(`#task-state [data-testid="state-badge"]`).AttrOr("data-state", ""))
 	require.Equal(t, loc+"/ws", doc.Find(`[data-testid="task-live"]`).AttrOr("ws-connect", ""))
-	require.Equal(t, 1, doc.Find(`[data-testid="cancel-confirm"]`).Length())
+	cancelBtn := doc.Find(`[data-testid="cancel-open"]`)
+	require.Equal(t, 1, cancelBtn.Length())
+	require.Equal(t, "Cancel this deploy?", cancelBtn.AttrOr("data-confirm", ""), "cancel asks first")
 	require.GreaterOrEqual(t, doc.Find(`[data-testid="event-row"]`).Length(), 1)
 
 	// Bob cannot see it.

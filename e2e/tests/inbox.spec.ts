@@ -29,7 +29,7 @@ test('approvals say what changes and who decides; the badge counts them; the cre
   await expect(item.getByTestId('inbox-change')).toContainText('version 1.0.0');
   await expect(item.getByTestId('inbox-change')).toContainText('first deploy of this target');
   await item.getByTestId('inbox-approve').click();
-  await item.getByTestId('confirm-ok').click(); // the dialog asks first
+  await approver.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(approver.getByTestId('flash')).toContainText('Approved.');
   await dev.goto(`/tasks/${first}`);
   await expect(dev.locator('#task-state [data-testid="state-badge"]')).toHaveAttribute('data-state', 'completed');

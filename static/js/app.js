@@ -139,6 +139,7 @@ function followLogs() {
 // Durations and countdowns, written as views/components.Duration writes them.
 function fmtDuration(ms) {
   var s = Math.max(0, ms) / 1000;
+  if (s < 1) return Math.floor(Math.max(0, ms)) + " ms";
   if (s < 10) return s.toFixed(1) + " s";
   if (s < 60) return Math.floor(s) + " s";
   var pad = function (n) { return (n < 10 ? "0" : "") + n; };
@@ -203,7 +204,7 @@ document.addEventListener("change", function (evt) {
 // its times (data-start/data-end, empty while still going), so running
 // bars and waits grow without the server. The axis' steps and words are
 // views/components.Ticks'.
-var tickSteps = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+var tickSteps = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
 
 function tickLabel(sec) {
   if (sec === 0) return "0";

@@ -120,7 +120,7 @@ func (t GanttTick) style() string { return fmt.Sprintf("left: %.2f%%", t.Left) }
 
 // tickSteps are the axis' steps, in seconds: the first that gives at most
 // six marks is used. static/js/app.js (ganttTicks) uses the same.
-var tickSteps = []float64{0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400}
+var tickSteps = []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400}
 
 // Ticks marks a span of time from 0 every round step.
 func Ticks(span time.Duration) []GanttTick {
@@ -174,6 +174,8 @@ func Duration(d time.Duration) string {
 	case d < 0:
 		d = 0
 		fallthrough
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds()) // a fast step's real length, not 0.0 s
 	case d < 10*time.Second:
 		return fmt.Sprintf("%.1f s", d.Seconds())
 	case d < time.Minute:
