@@ -38,13 +38,16 @@ type Deps struct {
 
 // Handler carries the dependencies of every handler.
 type Handler struct {
-	cfg       config.Config
-	store     *store.Store
-	logger    *slog.Logger
-	metrics   *httpMetrics
-	reg       *prometheus.Registry
-	apiRate   *ratelimit.Limiter
-	wsRate    *ratelimit.Limiter
+	cfg     config.Config
+	store   *store.Store
+	logger  *slog.Logger
+	metrics *httpMetrics
+	reg     *prometheus.Registry
+	apiRate *ratelimit.Limiter // per user: the API, forms, re-runs, agent starts
+	wsRate  *ratelimit.Limiter
+	// Unknown bearer tokens per client address (the API's rate): guessing
+	// is refused without a lookup once an address has spent it.
+	badTokens *ratelimit.Limiter
 	pipelines *pipeline.Catalog
 	hub       *event.Hub
 	teamFeed  *teamFeed
@@ -89,6 +92,7 @@ func newHandler(d Deps) *Handler {
 		reg:       reg,
 		apiRate:   ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
 		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
+		badTokens: ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
 	}
 	h.sockets.h = h
 	window := cmp.Or(d.Config.LoginFailureWindow, config.LoginFailureWindowDefault)
