@@ -38,16 +38,13 @@ type Deps struct {
 
 // Handler carries the dependencies of every handler.
 type Handler struct {
-	cfg     config.Config
-	store   *store.Store
-	logger  *slog.Logger
-	metrics *httpMetrics
-	reg     *prometheus.Registry
-	apiRate *ratelimit.Limiter // per user: the API, forms, re-runs, agent starts
-	wsRate  *ratelimit.Limiter
-	// Unknown bearer tokens per client address (the API's rate): guessing
-	// is refused without a lookup once an address has spent it.
-	badTokens *ratelimit.Limiter
+	cfg       config.Config
+	store     *store.Store
+	logger    *slog.Logger
+	metrics   *httpMetrics
+	reg       *prometheus.Registry
+	apiRate   *ratelimit.Limiter // per user: the API and every form
+	wsRate    *ratelimit.Limiter
 	pipelines *pipeline.Catalog
 	hub       *event.Hub
 	teamFeed  *teamFeed
@@ -59,8 +56,11 @@ type Handler struct {
 	// Failed password logins, per account and per client address.
 	loginAccount *ratelimit.Limiter
 	loginAddress *ratelimit.Limiter
-	sockets      socketAuth
-	sso          *sso.Client
+	// Unknown bearer tokens per client address (the API's rate): guessing
+	// is refused without a lookup once an address has spent it.
+	badTokens *ratelimit.Limiter
+	sockets   socketAuth
+	sso       *sso.Client
 }
 
 func newHandler(d Deps) *Handler {
