@@ -347,3 +347,39 @@ func TestEventsAndSSEResume(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(body), "id: 7\n")
 }
+
+// Every GET answers HEAD alike, without a body. Before, HEAD /api/v1/tasks
+// (and every other GET route) answered 404.
+func TestHeadIsGetWithoutABody(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.submitDeploy(t, "noop")
+	for path, want := range map[string]int{
+		"/api/v1/tasks":                        http.StatusOK,
+		"/api/v1/tasks/" + id:                  http.StatusOK,
+		"/api/v1/tasks/" + store.NewTaskID():   http.StatusNotFound,
+		"/api/v1/tasks/" + id + "/events":      http.StatusOK,
+		"/api/v1/me":                           http.StatusOK,
+		"/healthz":                             http.StatusOK,
+		"/api/v1/openapi.json":                 http.StatusOK,
+		"/api/v1/tasks?state=nonsense&limit=x": http.StatusUnprocessableEntity,
+	} {
+		get := b.api(t, http.MethodGet, path, b.aliceToken, "", nil)
+		head := b.api(t, http.MethodHead, path, b.aliceToken, "", nil)
+		require.Equal(t, want, head.status, path)
+		require.Equal(t, get.status, head.status, path)
+		require.Equal(t, get.header.Get("Content-Type"), head.header.Get("Content-Type"), path)
+		require.Empty(t, head.raw, path)
+	}
+	res, err := http.DefaultClient.Do(must(http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL+"/api/v1/tasks", nil)))
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode, "only HEAD is read as GET")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

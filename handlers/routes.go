@@ -20,6 +20,7 @@ func New(d Deps) *echo.Echo {
 	// client-supplied X-Forwarded-For is not trusted.
 	e.IPExtractor = echo.ExtractIPDirect()
 
+	e.Pre(headAsGet(e))
 	e.Use(assignRequestID)
 	e.Use(traceRequests) // a span per request when tracing is on
 	e.Use(h.observe)     // request logger + metrics
