@@ -116,9 +116,13 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 		case <-ctx.Done():
 		}
 		if p.ConcurrencyKey != "" && p.ConcurrencyPolicy == "cancel_in_progress" {
-			if err := s.supersede(ctx, p.TeamID, p.ConcurrencyKey, id); err != nil {
-				return nil, false, err
-			}
+			// The task is committed: an error now would answer 503 for a
+			// task that runs. The cancels get their own time (the request's
+			// may have run out); should they fail anyway, the new task
+			// waits its turn behind the holder, as under policy queue.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), supersedeTimeout)
+			_ = s.supersede(sctx, p.TeamID, p.ConcurrencyKey, id)
+			cancel()
 		}
 	}
 	t, err = s.TaskGet(ctx, []string{p.TeamID}, id)
@@ -299,6 +303,9 @@ func (s *Store) TaskInsertMany(ctx context.Context, teamID, createdByID string, 
 	<-s.wake.Send(readyNote)
 	return nil
 }
+
+// supersedeTimeout bounds the cancels of a new task's superseded ones.
+const supersedeTimeout = 5 * time.Second
 
 // supersede cancels, for a new task under policy cancel_in_progress, every
 // other unfinished task of its team with the same concurrency key: the one
