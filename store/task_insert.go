@@ -132,9 +132,29 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 		// was not accepted, and a retry without a key would submit it
 		// twice. The insert said what the database made; the rest is the
 		// request's.
-		return res.task(p), true, nil
+		return withPlan(res.task(p), p.Steps), true, nil
+	}
+	if created {
+		t = withPlan(t, p.Steps)
 	}
 	return t, created, err
+}
+
+// withPlan gives a new task the steps it was stored with, so the answer to
+// a submit shows what GET shows (its planned steps and their count), not
+// "steps":[] and a total of 0.
+func withPlan(t *task.Task, steps []StepSave) *task.Task {
+	if t == nil || len(steps) == 0 {
+		return t
+	}
+	t.Steps = make([]task.Step, 0, len(steps))
+	for _, st := range steps {
+		t.Steps = append(t.Steps, task.Step{Index: st.Idx, Name: st.Name, State: string(st.State), Attempt: st.Attempt, Artifacts: []string{}})
+	}
+	if t.Progress.TotalStep == 0 {
+		t.Progress.TotalStep = len(steps)
+	}
+	return t
 }
 
 type insertResult struct {
