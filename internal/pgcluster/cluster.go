@@ -491,8 +491,8 @@ func ensureApp(ctx context.Context, server, name, appPassword string, opts Optio
 
 // ownEverything gives the app role the objects of database dbURL's public
 // schema that another role owns: the tables, views and sequences, the
-// functions and the types an older flightdeck's migrations made as the
-// superuser. A table's own sequences move with it.
+// functions and the types (composite ones too) an older flightdeck's
+// migrations made as the superuser. A table's own sequences move with it.
 func ownEverything(ctx context.Context, dbURL string) error {
 	c, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
@@ -501,9 +501,9 @@ func ownEverything(ctx context.Context, dbURL string) error {
 	defer c.Close(context.Background())
 	_, err = c.Exec(ctx, `DO $$ DECLARE r record; BEGIN
 	FOR r IN SELECT c.oid::regclass AS obj, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND pg_get_userbyid(c.relowner) <> '`+AppRole+`' LOOP
+		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'c') AND pg_get_userbyid(c.relowner) <> '`+AppRole+`' LOOP
 		EXECUTE format('ALTER %s %s OWNER TO %I', CASE r.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
-			WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, r.obj, '`+AppRole+`');
+			WHEN 'f' THEN 'FOREIGN TABLE' WHEN 'c' THEN 'TYPE' ELSE 'TABLE' END, r.obj, '`+AppRole+`');
 	END LOOP;
 	FOR r IN SELECT c.oid::regclass AS obj FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'public' AND c.relkind = 'S' AND pg_get_userbyid(c.relowner) <> '`+AppRole+`' LOOP

@@ -157,6 +157,13 @@ func TestEnsureUpgradesATrustCluster(t *testing.T) {
 		"the app role owns what the superuser made")
 	_, err = app.Exec(ctx, `ALTER TABLE tasks ADD COLUMN note text; ALTER TYPE mood ADD VALUE 'meh'; CREATE OR REPLACE VIEW task_ids AS SELECT id FROM tasks`)
 	require.NoError(t, err, "and can migrate it")
+	var others int
+	require.NoError(t, app.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relowner <> r.oid) +
+		(SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' AND p.proowner <> r.oid) +
+		(SELECT count(*) FROM pg_type y JOIN pg_namespace n ON n.oid = y.typnamespace WHERE n.nspname = 'public' AND y.typowner <> r.oid)
+		FROM pg_roles r WHERE r.rolname = current_user`).Scan(&others))
+	require.Zero(t, others, "nothing left to another role")
 
 	// Stopped and started again, the upgraded cluster keeps its password.
 	require.NoError(t, Stop(ctx, dir))
