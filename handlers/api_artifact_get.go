@@ -48,7 +48,7 @@ func (h *Handler) apiArtifactGet(c echo.Context) error {
 	hd.Set("Content-Type", ct)
 	hd.Set("Content-Length", strconv.FormatInt(m.Bytes, 10))
 	c.Response().WriteHeader(http.StatusOK)
-	if c.Request().Method == http.MethodHead {
+	if isHead(c) {
 		return nil
 	}
 	// The download lasts as long as the client takes, not RequestTimeout.

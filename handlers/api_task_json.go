@@ -40,6 +40,11 @@ func (h *Handler) loadTaskJSON(ctx context.Context, teamIDs []string, id string)
 	if out.Steps, err = h.store.TaskSteps(ctx, teamIDs, id); err != nil {
 		return taskJSON{}, err
 	}
+	if out.Progress.TotalStep == 0 {
+		// Not run yet: the count is that of the planned steps, as the
+		// submit's answer says.
+		out.Progress.TotalStep = len(out.Steps)
+	}
 	if out.Approvals, err = h.store.ApprovalList(ctx, teamIDs, id); err != nil {
 		return taskJSON{}, err
 	}

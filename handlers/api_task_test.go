@@ -69,7 +69,7 @@ func TestSubmitTask(t *testing.T) {
 		params := r.body["params"].(map[string]any)
 		require.Equal(t, "staging", params["env"], "defaults applied")
 		require.NotNil(t, r.body["deadline_at"])
-		require.Equal(t, []any{}, r.body["steps"])
+		require.Len(t, r.body["steps"], 4, "the planned steps, as GET shows them")
 
 		got := b.api(t, "GET", "/api/v1/tasks/"+r.body["id"].(string), b.aliceToken, "", nil)
 		require.Equal(t, http.StatusOK, got.status)
@@ -346,4 +346,73 @@ func TestEventsAndSSEResume(t *testing.T) {
 	body, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	require.Contains(t, string(body), "id: 7\n")
+}
+
+// Every GET answers HEAD alike, without a body. Before, HEAD /api/v1/tasks
+// (and every other GET route) answered 404.
+func TestHeadIsGetWithoutABody(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.submitDeploy(t, "noop")
+	for path, want := range map[string]int{
+		"/api/v1/tasks":                        http.StatusOK,
+		"/api/v1/tasks/" + id:                  http.StatusOK,
+		"/api/v1/tasks/" + store.NewTaskID():   http.StatusNotFound,
+		"/api/v1/tasks/" + id + "/events":      http.StatusOK,
+		"/api/v1/me":                           http.StatusOK,
+		"/healthz":                             http.StatusOK,
+		"/api/v1/openapi.json":                 http.StatusOK,
+		"/api/v1/tasks?state=nonsense&limit=x": http.StatusUnprocessableEntity,
+	} {
+		get := b.api(t, http.MethodGet, path, b.aliceToken, "", nil)
+		head := b.api(t, http.MethodHead, path, b.aliceToken, "", nil)
+		require.Equal(t, want, head.status, path)
+		require.Equal(t, get.status, head.status, path)
+		require.Equal(t, get.header.Get("Content-Type"), head.header.Get("Content-Type"), path)
+		require.Empty(t, head.raw, path)
+	}
+	res, err := http.DefaultClient.Do(must(http.NewRequestWithContext(t.Context(), http.MethodPost, b.srv.URL+"/api/v1/tasks", nil)))
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode, "only HEAD is read as GET")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// The 202 of a new deploy shows what GET shows: its planned steps and
+// their count. Before, it said "steps":[] and a total of 0 while GET
+// listed the four steps of web-service.
+func TestSubmitAnswerShowsThePlannedSteps(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, path := range []string{"/api/v1/tasks", "rerun"} {
+		var r apiResp
+		if path == "rerun" {
+			id := b.submitDeploy(t, "noop")
+			_, err := b.store.TaskCancel(t.Context(), []string{b.teamOf(t, id)}, id, "test")
+			require.NoError(t, err)
+			r = b.api(t, "POST", "/api/v1/tasks/"+id+"/rerun", b.aliceToken, "", nil)
+		} else {
+			r = b.api(t, "POST", path, b.aliceToken, `{"kind":"deploy","pipeline":"web-service","params":{"app":"shop","version":"1.2.3"}}`, nil)
+		}
+		require.Equal(t, http.StatusAccepted, r.status, r.raw)
+		got := b.api(t, "GET", "/api/v1/tasks/"+r.body["id"].(string), b.aliceToken, "", nil)
+		require.NotEmpty(t, got.body["steps"], path)
+		require.Equal(t, got.body["steps"], r.body["steps"], path)
+		require.Equal(t, got.body["progress"], r.body["progress"], path)
+		total := got.body["progress"].(map[string]any)["total_step"]
+		require.EqualValues(t, len(got.body["steps"].([]any)), total, path)
+	}
+}
+
+func (b *testBundle) teamOf(t *testing.T, taskID string) string {
+	t.Helper()
+	var teamID string
+	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT team_id FROM tasks WHERE id = $1`, taskID).Scan(&teamID))
+	return teamID
 }

@@ -125,10 +125,7 @@ func (h *Handler) errorHandler(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", fmt.Sprint(apiErr.RetryAfter))
 	}
 	if wantsJSON(c) {
-		if c.Request().Method == http.MethodHead {
-			_ = c.NoContent(apiErr.Status)
-			return
-		}
+		// For a HEAD net/http drops the body and keeps its headers.
 		_ = c.JSON(apiErr.Status, map[string]*APIError{"error": apiErr})
 		return
 	}

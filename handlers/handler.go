@@ -43,7 +43,7 @@ type Handler struct {
 	logger    *slog.Logger
 	metrics   *httpMetrics
 	reg       *prometheus.Registry
-	apiRate   *ratelimit.Limiter
+	apiRate   *ratelimit.Limiter // per user: the API and every form
 	wsRate    *ratelimit.Limiter
 	pipelines *pipeline.Catalog
 	hub       *event.Hub
@@ -56,8 +56,11 @@ type Handler struct {
 	// Failed password logins, per account and per client address.
 	loginAccount *ratelimit.Limiter
 	loginAddress *ratelimit.Limiter
-	sockets      socketAuth
-	sso          *sso.Client
+	// Unknown bearer tokens per client address (the API's rate): guessing
+	// is refused without a lookup once an address has spent it.
+	badTokens *ratelimit.Limiter
+	sockets   socketAuth
+	sso       *sso.Client
 }
 
 func newHandler(d Deps) *Handler {
@@ -89,6 +92,7 @@ func newHandler(d Deps) *Handler {
 		reg:       reg,
 		apiRate:   ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
 		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
+		badTokens: ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
 	}
 	h.sockets.h = h
 	window := cmp.Or(d.Config.LoginFailureWindow, config.LoginFailureWindowDefault)

@@ -58,13 +58,20 @@ func (h *Handler) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), h.requestTimeout())
 		defer cancel()
 		if authz := c.Request().Header.Get("Authorization"); authz != "" {
+			addr := clientAddress(c)
+			if ok, wait := h.badTokens.Peek(addr); !ok {
+				return &APIError{Status: http.StatusTooManyRequests, Code: "rate_limited",
+					Message: "too many invalid tokens from this address; slow down", RetryAfter: max(1, int(wait.Seconds()+0.999))}
+			}
 			scheme, token, ok := strings.Cut(authz, " ")
 			if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+				h.badTokens.Allow(addr)
 				return errUnauthenticated
 			}
 			cr := credential{hash: auth.HashSecret(strings.TrimSpace(token))}
 			u, err := h.credentialUser(ctx, cr)
 			if errors.Is(err, store.ErrNotFound) {
+				h.badTokens.Allow(addr)
 				return errUnauthenticated
 			}
 			if err != nil {

@@ -20,6 +20,7 @@ func New(d Deps) *echo.Echo {
 	// client-supplied X-Forwarded-For is not trusted.
 	e.IPExtractor = echo.ExtractIPDirect()
 
+	e.Pre(headAsGet(e))
 	e.Use(assignRequestID)
 	e.Use(traceRequests) // a span per request when tracing is on
 	e.Use(h.observe)     // request logger + metrics
@@ -51,18 +52,19 @@ func New(d Deps) *echo.Echo {
 	pages.GET("/login/oidc/callback", h.loginOIDCCallback)
 	pages.POST("/logout", h.logout)
 
+	// Every form a signed-in user posts spends the API's per-user rate.
 	app := pages.Group("", h.requirePageUser)
 	app.GET("/tasks", h.taskList)
 	app.GET("/tasks/new", h.taskNew)
-	app.POST("/tasks", h.taskCreate)
+	app.POST("/tasks", h.taskCreate, h.rateLimit)
 	app.GET("/tasks/:id", h.taskShow)
-	app.POST("/tasks/:id/resolve", h.taskResolve)
-	app.POST("/tasks/:id/rerun", h.taskRerun)
-	app.POST("/tasks/:id/explain", h.taskExplain)
+	app.POST("/tasks/:id/resolve", h.taskResolve, h.rateLimit)
+	app.POST("/tasks/:id/rerun", h.taskRerun, h.rateLimit)
+	app.POST("/tasks/:id/explain", h.taskExplain, h.rateLimit)
 	app.GET("/agent", h.agentNew)
-	app.POST("/agent", h.agentCreate)
+	app.POST("/agent", h.agentCreate, h.rateLimit)
 	app.GET("/approvals", h.approvalInbox)
-	app.POST("/approvals/:task_id/:approval_id", h.approvalDecide)
+	app.POST("/approvals/:task_id/:approval_id", h.approvalDecide, h.rateLimit)
 	app.GET("/dashboard", h.dashboardShow)
 	app.GET("/pipelines", h.pipelineList)
 	app.GET("/environments", h.environmentList)
@@ -71,10 +73,10 @@ func New(d Deps) *echo.Echo {
 	app.POST("/freezes/:id/end", h.freezeEnd)
 	app.GET("/audit", h.auditList)
 	app.GET("/webhooks", h.webhookList)
-	app.POST("/webhooks", h.webhookCreate)
+	app.POST("/webhooks", h.webhookCreate, h.rateLimit)
 	app.GET("/webhooks/:id", h.webhookShow)
-	app.POST("/webhooks/:id/delete", h.webhookDelete)
-	app.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.webhookRedeliver)
+	app.POST("/webhooks/:id/delete", h.webhookDelete, h.rateLimit)
+	app.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.webhookRedeliver, h.rateLimit)
 
 	// JSON API: bearer token or session cookie (+ CSRF header), per-user rate limit.
 	api := e.Group("/api/v1", middleware.BodyLimit("1M"), h.deadline, h.authenticate, h.requireAPIUser, h.csrf, h.rateLimit)

@@ -147,9 +147,13 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 		case <-ctx.Done():
 		}
 		if p.ConcurrencyKey != "" && p.ConcurrencyPolicy == "cancel_in_progress" {
-			if err := s.supersede(ctx, p.TeamID, p.ConcurrencyKey, id); err != nil {
-				return nil, false, err
-			}
+			// The task is committed: an error now would answer 503 for a
+			// task that runs. The cancels get their own time (the request's
+			// may have run out); should they fail anyway, the new task
+			// waits its turn behind the holder, as under policy queue.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), supersedeTimeout)
+			_ = s.supersede(sctx, p.TeamID, p.ConcurrencyKey, id)
+			cancel()
 		}
 	}
 	t, err = s.TaskGet(ctx, []string{p.TeamID}, id)
@@ -159,9 +163,29 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 		// was not accepted, and a retry without a key would submit it
 		// twice. The insert said what the database made; the rest is the
 		// request's.
-		return res.task(p), true, nil
+		return withPlan(res.task(p), p.Steps), true, nil
+	}
+	if created {
+		t = withPlan(t, p.Steps)
 	}
 	return t, created, err
+}
+
+// withPlan gives a new task the steps it was stored with, so the answer to
+// a submit shows what GET shows (its planned steps and their count), not
+// "steps":[] and a total of 0.
+func withPlan(t *task.Task, steps []StepSave) *task.Task {
+	if t == nil || len(steps) == 0 {
+		return t
+	}
+	t.Steps = make([]task.Step, 0, len(steps))
+	for _, st := range steps {
+		t.Steps = append(t.Steps, task.Step{Index: st.Idx, Name: st.Name, State: string(st.State), Attempt: st.Attempt, Artifacts: []string{}})
+	}
+	if t.Progress.TotalStep == 0 {
+		t.Progress.TotalStep = len(steps)
+	}
+	return t
 }
 
 type insertResult struct {
@@ -364,6 +388,9 @@ func (s *Store) TaskInsertMany(ctx context.Context, teamID, createdByID string, 
 	<-s.wake.Send(readyNote)
 	return nil
 }
+
+// supersedeTimeout bounds the cancels of a new task's superseded ones.
+const supersedeTimeout = 5 * time.Second
 
 // supersede cancels, for a new task under policy cancel_in_progress, every
 // other unfinished task of its team with the same concurrency key: the one

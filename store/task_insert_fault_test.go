@@ -88,3 +88,39 @@ func TestTaskInsertAnswersACommittedTask(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelInProgressAnswersACommittedTask: under policy
+// cancel_in_progress the new task supersedes the holder after its commit;
+// the request's time running out there answered an error (503) for a task
+// that then ran. Now the task is answered and the holder still cancelled.
+func TestCancelInProgressAnswersACommittedTask(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.DB(t)
+	plain := store.New(pool)
+	u := testfactory.User(t, plain, "a@acme.test", "acme", auth.RoleDeployer)
+	params := func(hash string) store.TaskInsertParams {
+		return store.TaskInsertParams{
+			TeamID: u.Memberships[0].TeamID, CreatedByID: u.ID, Kind: task.KindDeploy, Pipeline: "noop",
+			Priority: task.PriorityNormal, RequestHash: []byte(hash), Team: "acme", CreatedBy: "a@acme.test",
+			ConcurrencyKey: "shop-prod", ConcurrencyPolicy: "cancel_in_progress"}
+	}
+	holder, _, err := plain.TaskInsert(t.Context(), params("first"))
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cfg := pool.Config()
+	cfg.ConnConfig.Tracer = &timeRunsOut{after: "INSERT INTO tasks", cancel: cancel}
+	traced, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	defer traced.Close()
+	tk, created, err := store.New(traced).TaskInsert(ctx, params("second"))
+	require.Error(t, ctx.Err(), "the fault did not fall after the commit")
+	require.NoError(t, err, "a committed task is answered")
+	require.True(t, created)
+	_, err = plain.TaskGet(t.Context(), u.TeamIDs(), tk.ID)
+	require.NoError(t, err)
+	got, err := plain.TaskGet(t.Context(), u.TeamIDs(), holder.ID)
+	require.NoError(t, err)
+	require.Equal(t, task.StateCancelled, got.State, "the holder is superseded all the same")
+}

@@ -98,7 +98,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer stopTracing()
-	server, err := databaseURL(ctx, env, cfg)
+	server, err := benchServerURL(ctx, env, cfg)
 	if err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ func benchPagesDatabase(ctx context.Context, env *cliEnv, cfg config.Config, fil
 	dbURL, userID string, st *store.Store, done func(), err error) {
 	drop := func() {}
 	if dbURL = filled; dbURL == "" {
-		server, err := databaseURL(ctx, env, cfg)
+		server, err := benchServerURL(ctx, env, cfg)
 		if err != nil {
 			return "", "", nil, nil, err
 		}

@@ -14,10 +14,24 @@ import (
 // databaseURL returns DATABASE_URL, or starts the embedded cluster under the
 // data folder and returns its URL.
 func databaseURL(ctx context.Context, env *cliEnv, cfg config.Config) (string, error) {
+	return embeddedURL(ctx, env, cfg, false)
+}
+
+// benchServerURL is databaseURL for the benchmarks, which make and drop
+// databases of their own and checkpoint the server: on the embedded cluster
+// they connect as its superuser, not as the app role serve uses.
+func benchServerURL(ctx context.Context, env *cliEnv, cfg config.Config) (string, error) {
+	return embeddedURL(ctx, env, cfg, true)
+}
+
+func embeddedURL(ctx context.Context, env *cliEnv, cfg config.Config, admin bool) (string, error) {
 	if cfg.DatabaseURL != "" {
 		return cfg.DatabaseURL, nil
 	}
-	url, err := pgcluster.Ensure(ctx, pgcluster.Options{Dir: cfg.DataDir, Logger: env.logger, DurabilityOff: cfg.DBDurabilityOff})
+	// The test suite's own cluster (durability off) gives each test a
+	// database of its own: its app role may create them.
+	url, err := pgcluster.Ensure(ctx, pgcluster.Options{Dir: cfg.DataDir, Logger: env.logger, DurabilityOff: cfg.DBDurabilityOff,
+		CreateDB: cfg.DBDurabilityOff, Admin: admin})
 	if err != nil {
 		return "", fmt.Errorf("error starting the embedded PostgreSQL (set DATABASE_URL to use another server): %w", err)
 	}

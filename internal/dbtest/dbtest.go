@@ -174,6 +174,16 @@ func buildTemplate(base string) (string, error) {
 		return "", fmt.Errorf("error connecting to %s: %w", EnvURL, err)
 	}
 	defer admin.Close(context.Background())
+	// A template's objects belong to the role that migrated it, and a clone
+	// keeps them: each role (the app role, a superuser of an older cluster)
+	// has templates of its own.
+	var role string
+	if err := admin.QueryRow(ctx, `SELECT current_user`).Scan(&role); err != nil {
+		return "", err
+	}
+	if databaseSafe(role) {
+		name += "_" + role
+	}
 	lockID := int64(binary.BigEndian.Uint64([]byte(sum[:8])))
 	if _, err := admin.Exec(ctx, `SELECT pg_advisory_lock($1)`, lockID); err != nil {
 		return "", err
@@ -260,4 +270,17 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// databaseSafe: s can go into a database name unquoted.
+func databaseSafe(s string) bool {
+	if s == "" || len(s) > 30 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

@@ -45,7 +45,20 @@ type Options struct {
 	// never switched; one that runs without durability is restarted durable
 	// when Ensure is called without this.
 	DurabilityOff bool
+	// CreateDB lets the app role create databases: for the test suite's
+	// own cluster, whose tests each get a database cloned from a template.
+	// Without it the role owns flightdeck's database and nothing else.
+	CreateDB bool
+	// Admin returns the superuser's URL (to the same database) instead of
+	// the app role's: for operator tools that make and drop databases of
+	// their own (the benchmarks), never for serve or migrate.
+	Admin bool
 }
+
+// AppRole is the role flightdeck's server, workers and migrations connect
+// as: it owns flightdeck's database and its objects, and is no superuser,
+// cannot create roles and reads no server files.
+const AppRole = "flightdeck"
 
 // The cluster is closed to other local users: TCP on 127.0.0.1 only, no
 // Unix socket, and every connection must give the superuser's password,
@@ -96,15 +109,22 @@ func Ensure(ctx context.Context, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	appPassword, err := ensurePassword(filepath.Join(dir, "pg.app-password"))
+	if err != nil {
+		return "", err
+	}
 	server := func(p int) string {
 		return (&url.URL{Scheme: "postgres", User: url.UserPassword("postgres", password), Host: fmt.Sprintf("127.0.0.1:%d", p),
 			Path: "/postgres", RawQuery: "sslmode=disable"}).String()
+	}
+	app := func(p int) (string, error) {
+		return ensureApp(ctx, server(p), dbName, appPassword, opts)
 	}
 
 	// Fast path: our cluster already answers, closed and as durable as asked.
 	if port != 0 && running(dataDir) && !trusts(dataDir) && ping(ctx, server(port)) == nil {
 		if ok, err := durableEnough(ctx, server(port), opts.DurabilityOff); err == nil && ok {
-			return createDatabase(ctx, server(port), port, dbName)
+			return app(port)
 		}
 	}
 
@@ -154,7 +174,7 @@ func Ensure(ctx context.Context, opts Options) (string, error) {
 			return "", err
 		}
 	}
-	return createDatabase(ctx, server(port), port, dbName)
+	return app(port)
 }
 
 // ensurePassword reads the superuser's password from file, creating the
@@ -403,27 +423,106 @@ func waitReady(ctx context.Context, url string) error {
 	}
 }
 
-func createDatabase(ctx context.Context, server string, port int, name string) (string, error) {
+// ensureApp makes sure the app role exists with its password and least
+// privilege, owns database name (created if missing) and every object of
+// it, and returns the app role's URL to it (the superuser's with
+// opts.Admin). A cluster made before the app role (its tables owned by the
+// superuser) is upgraded here; on one already upgraded it finds nothing to
+// move.
+func ensureApp(ctx context.Context, server, name, appPassword string, opts Options) (string, error) {
 	c, err := pgx.Connect(ctx, server)
 	if err != nil {
 		return "", err
 	}
 	defer c.Close(context.Background())
+	createDB := "NOCREATEDB"
+	if opts.CreateDB {
+		createDB = "CREATEDB"
+	}
+	// CREATE and ALTER ROLE take no parameters; the password is base64url,
+	// quoted anyway.
+	attrs := "LOGIN NOSUPERUSER NOCREATEROLE " + createDB + " NOREPLICATION NOBYPASSRLS PASSWORD '" + strings.ReplaceAll(appPassword, "'", "''") + "'"
+	role := pgx.Identifier{AppRole}.Sanitize()
 	var exists bool
+	if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, AppRole).Scan(&exists); err != nil {
+		return "", err
+	}
+	verb := "ALTER"
+	if !exists {
+		verb = "CREATE"
+	}
+	if _, err := c.Exec(ctx, verb+" ROLE "+role+" "+attrs); err != nil && !strings.Contains(err.Error(), "42710") {
+		return "", fmt.Errorf("error making the app role: %w", err)
+	}
+	// Membership of a predefined role (pg_read_server_files and the like)
+	// would hand those rights on: none is kept.
+	if _, err := c.Exec(ctx, `DO $$ DECLARE r record; BEGIN
+		FOR r IN SELECT g.rolname FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid JOIN pg_roles u ON u.oid = m.member
+			WHERE u.rolname = '`+AppRole+`' LOOP
+			EXECUTE format('REVOKE %I FROM %I', r.rolname, '`+AppRole+`');
+		END LOOP; END $$`); err != nil {
+		return "", fmt.Errorf("error revoking the app role's memberships: %w", err)
+	}
+	db := pgx.Identifier{name}.Sanitize()
 	if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
 		return "", err
 	}
 	if !exists {
-		if _, err := c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil && !strings.Contains(err.Error(), "42P04") {
+		if _, err := c.Exec(ctx, "CREATE DATABASE "+db+" OWNER "+role); err != nil && !strings.Contains(err.Error(), "42P04") {
 			return "", fmt.Errorf("error creating database %s: %w", name, err)
 		}
+	}
+	if _, err := c.Exec(ctx, "ALTER DATABASE "+db+" OWNER TO "+role); err != nil {
+		return "", fmt.Errorf("error giving database %s to the app role: %w", name, err)
 	}
 	u, err := url.Parse(server)
 	if err != nil {
 		return "", err
 	}
 	u.Path = "/" + name
+	if err := ownEverything(ctx, u.String()); err != nil {
+		return "", err
+	}
+	if !opts.Admin {
+		u.User = url.UserPassword(AppRole, appPassword)
+	}
 	return u.String(), nil
+}
+
+// ownEverything gives the app role the objects of database dbURL's public
+// schema that another role owns: the tables, views and sequences, the
+// functions and the types (composite ones too) an older flightdeck's
+// migrations made as the superuser. A table's own sequences move with it.
+func ownEverything(ctx context.Context, dbURL string) error {
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	_, err = c.Exec(ctx, `DO $$ DECLARE r record; BEGIN
+	FOR r IN SELECT c.oid::regclass AS obj, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'c') AND pg_get_userbyid(c.relowner) <> '`+AppRole+`' LOOP
+		EXECUTE format('ALTER %s %s OWNER TO %I', CASE r.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+			WHEN 'f' THEN 'FOREIGN TABLE' WHEN 'c' THEN 'TYPE' ELSE 'TABLE' END, r.obj, '`+AppRole+`');
+	END LOOP;
+	FOR r IN SELECT c.oid::regclass AS obj FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind = 'S' AND pg_get_userbyid(c.relowner) <> '`+AppRole+`' LOOP
+		EXECUTE format('ALTER SEQUENCE %s OWNER TO %I', r.obj, '`+AppRole+`');
+	END LOOP;
+	FOR r IN SELECT p.oid::regprocedure AS obj, p.prokind FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = 'public' AND pg_get_userbyid(p.proowner) <> '`+AppRole+`' LOOP
+		EXECUTE format('ALTER %s %s OWNER TO %I', CASE r.prokind WHEN 'p' THEN 'PROCEDURE' WHEN 'a' THEN 'AGGREGATE' ELSE 'FUNCTION' END,
+			r.obj, '`+AppRole+`');
+	END LOOP;
+	FOR r IN SELECT t.oid::regtype AS obj FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+		WHERE n.nspname = 'public' AND t.typtype IN ('e', 'd', 'r', 'm') AND pg_get_userbyid(t.typowner) <> '`+AppRole+`' LOOP
+		EXECUTE format('ALTER TYPE %s OWNER TO %I', r.obj, '`+AppRole+`');
+	END LOOP;
+	END $$`)
+	if err != nil {
+		return fmt.Errorf("error giving flightdeck's objects to the app role: %w", err)
+	}
+	return nil
 }
 
 // runAsOwner runs a PostgreSQL program; as root it runs as the postgres

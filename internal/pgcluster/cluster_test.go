@@ -46,6 +46,18 @@ func TestEnsure(t *testing.T) {
 	query(t, dbURL)
 	requireClosed(t, dir, dbURL)
 	requireDurable(t, dbURL, true)
+	requireLeastPrivilege(t, dbURL, false)
+	testSuite, err := Ensure(ctx, Options{Dir: dir, Database: "app", CreateDB: true})
+	require.NoError(t, err)
+	requireLeastPrivilege(t, testSuite, true)
+	admin, err := Ensure(ctx, Options{Dir: dir, Database: "app", Admin: true})
+	require.NoError(t, err)
+	u, err := url.Parse(admin)
+	require.NoError(t, err)
+	require.Equal(t, "postgres", u.User.Username(), "the benchmarks' URL")
+	dbURL, err = Ensure(ctx, Options{Dir: dir, Database: "app"})
+	require.NoError(t, err)
+	requireLeastPrivilege(t, dbURL, false)
 
 	again, err := Ensure(ctx, Options{Dir: dir, Database: "app"})
 	require.NoError(t, err)
@@ -115,12 +127,43 @@ func TestEnsureUpgradesATrustCluster(t *testing.T) {
 	require.NoError(t, runAsOwner(ctx, filepath.Join(bin, "pg_ctl"), "-D", dataDir, "-l", filepath.Join(dataDir, "server.log"), "-o", old, "-w", "start"))
 	trusting := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	query(t, trusting)
+	// An older flightdeck migrated its database as the superuser.
+	c, err := pgx.Connect(ctx, trusting)
+	require.NoError(t, err)
+	_, err = c.Exec(ctx, `CREATE DATABASE flightdeck`)
+	require.NoError(t, err)
+	require.NoError(t, c.Close(ctx))
+	c, err = pgx.Connect(ctx, strings.Replace(trusting, "/postgres?", "/flightdeck?", 1))
+	require.NoError(t, err)
+	_, err = c.Exec(ctx, `CREATE TYPE mood AS ENUM ('ok', 'bad');
+		CREATE TABLE tasks (id bigserial PRIMARY KEY, mood mood NOT NULL DEFAULT 'ok');
+		CREATE SEQUENCE loose_seq;
+		CREATE VIEW task_ids AS SELECT id FROM tasks;
+		CREATE FUNCTION task_count() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM tasks';`)
+	require.NoError(t, err)
+	require.NoError(t, c.Close(ctx))
 
 	dbURL, err := Ensure(ctx, Options{Dir: dir})
 	require.NoError(t, err)
 	query(t, dbURL)
 	requireClosed(t, dir, dbURL)
 	requireDurable(t, dbURL, true)
+	requireLeastPrivilege(t, dbURL, false)
+	app, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer app.Close(context.Background())
+	var n int64
+	require.NoError(t, app.QueryRow(ctx, `INSERT INTO tasks DEFAULT VALUES RETURNING nextval('loose_seq') + task_count()`).Scan(&n),
+		"the app role owns what the superuser made")
+	_, err = app.Exec(ctx, `ALTER TABLE tasks ADD COLUMN note text; ALTER TYPE mood ADD VALUE 'meh'; CREATE OR REPLACE VIEW task_ids AS SELECT id FROM tasks`)
+	require.NoError(t, err, "and can migrate it")
+	var others int
+	require.NoError(t, app.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relowner <> r.oid) +
+		(SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' AND p.proowner <> r.oid) +
+		(SELECT count(*) FROM pg_type y JOIN pg_namespace n ON n.oid = y.typnamespace WHERE n.nspname = 'public' AND y.typowner <> r.oid)
+		FROM pg_roles r WHERE r.rolname = current_user`).Scan(&others))
+	require.Zero(t, others, "nothing left to another role")
 
 	// Stopped and started again, the upgraded cluster keeps its password.
 	require.NoError(t, Stop(ctx, dir))
@@ -137,12 +180,15 @@ func requireClosed(t *testing.T, dir, dbURL string) {
 	t.Helper()
 	u, err := url.Parse(dbURL)
 	require.NoError(t, err)
+	require.Equal(t, AppRole, u.User.Username(), "the app role, not the superuser")
 	pw, ok := u.User.Password()
 	require.True(t, ok, "the URL carries the password")
-	fi, err := os.Stat(filepath.Join(dir, "pg.password"))
-	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	b, err := os.ReadFile(filepath.Join(dir, "pg.password"))
+	for _, f := range []string{"pg.password", "pg.app-password"} {
+		fi, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), f)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pg.app-password"))
 	require.NoError(t, err)
 	require.Equal(t, pw, strings.TrimSpace(string(b)))
 	require.GreaterOrEqual(t, len(pw), 32)
@@ -154,7 +200,8 @@ func requireClosed(t *testing.T, dir, dbURL string) {
 			require.NotContains(t, f, "trust", line)
 		}
 	}
-	for _, bad := range []*url.Userinfo{url.User("postgres"), url.UserPassword("postgres", "wrong-password")} {
+	for _, bad := range []*url.Userinfo{url.User("postgres"), url.UserPassword("postgres", "wrong-password"),
+		url.User(AppRole), url.UserPassword(AppRole, "wrong-password")} {
 		u2 := *u
 		u2.User = bad
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -165,6 +212,29 @@ func requireClosed(t *testing.T, dir, dbURL string) {
 		}
 		require.Error(t, err, "no way in without the password")
 	}
+}
+
+// requireLeastPrivilege: the URL's role is no superuser, creates no roles
+// (nor databases, but for the test suite's cluster), is a member of no
+// predefined role (pg_read_server_files…), and owns its database.
+func requireLeastPrivilege(t *testing.T, dbURL string, createDB bool) {
+	t.Helper()
+	c, err := pgx.Connect(t.Context(), dbURL)
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	var super, createRole, canCreateDB, owner bool
+	var memberships int
+	require.NoError(t, c.QueryRow(t.Context(), `SELECT r.rolsuper, r.rolcreaterole, r.rolcreatedb,
+			(SELECT count(*) FROM pg_auth_members m WHERE m.member = r.oid),
+			(SELECT d.datdba = r.oid FROM pg_database d WHERE d.datname = current_database())
+		FROM pg_roles r WHERE r.rolname = current_user`).Scan(&super, &createRole, &canCreateDB, &memberships, &owner))
+	require.False(t, super, "superuser")
+	require.False(t, createRole, "createrole")
+	require.Equal(t, createDB, canCreateDB, "createdb")
+	require.Zero(t, memberships, "member of a role")
+	require.True(t, owner, "owns its database")
+	_, err = c.Exec(t.Context(), `SELECT pg_read_file('PG_VERSION')`)
+	require.Error(t, err, "reads no server files")
 }
 
 func requireDurable(t *testing.T, dbURL string, on bool) {

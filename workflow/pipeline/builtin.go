@@ -23,8 +23,8 @@ func Builtin() []*Pipeline {
 			Name:        "approval-demo",
 			Description: "Two harmless steps; the second waits for an approver (try cancel and reject too)",
 			Steps: []Step{
-				{Name: "prepare", Action: "noop", Compensate: &Compensation{Action: "noop"}},
-				{Name: "release", Action: "noop", Compensate: &Compensation{Action: "noop"},
+				{Name: "prepare", Action: "noop", Compensate: &Compensation{Action: "noop", Retries: CompensationRetriesDefault}},
+				{Name: "release", Action: "noop", Compensate: &Compensation{Action: "noop", Retries: CompensationRetriesDefault},
 					Approval: &Approval{Roles: []string{"approver", "admin"}, Timeout: time.Hour}},
 			},
 		},
@@ -42,13 +42,13 @@ func Builtin() []*Pipeline {
 			Concurrency: &Concurrency{Policy: PolicyQueue},
 			Steps: []Step{
 				{Name: "create_dns", Action: "local.dns_create", With: map[string]any{"host": "{{ .params.app }}.{{ .params.env }}"},
-					Compensate: &Compensation{Action: "local.dns_delete"}, Timeout: 30 * time.Second, Retries: 3},
+					Compensate: &Compensation{Action: "local.dns_delete", Retries: CompensationRetriesDefault}, Timeout: 30 * time.Second, Retries: 3},
 				{Name: "issue_cert", Action: "local.cert_issue", With: map[string]any{"host": "{{ .params.app }}.{{ .params.env }}.localhost"},
-					Compensate: &Compensation{Action: "local.cert_revoke"}},
+					Compensate: &Compensation{Action: "local.cert_revoke", Retries: CompensationRetriesDefault}},
 				{Name: "deploy_container", Action: "local.instance_start", With: map[string]any{"version": "{{ .params.version }}"},
-					Compensate: &Compensation{Action: "local.instance_stop"},
+					Compensate: &Compensation{Action: "local.instance_stop", Retries: CompensationRetriesDefault},
 					Approval:   &Approval{When: `{{ eq .params.env "production" }}`, Roles: []string{"approver", "admin"}, Timeout: 30 * time.Minute}},
-				{Name: "configure_monitoring", Action: "local.monitor_create", Compensate: &Compensation{Action: "local.monitor_delete"}},
+				{Name: "configure_monitoring", Action: "local.monitor_create", Compensate: &Compensation{Action: "local.monitor_delete", Retries: CompensationRetriesDefault}},
 			},
 		},
 	}, examples()...)

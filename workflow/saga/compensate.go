@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"flightdeck/store"
-	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
 )
@@ -111,25 +110,28 @@ func (rn *run) compensateRows(rows []store.StepRow) error {
 		if comp == nil {
 			continue // nothing to undo
 		}
+		// 0 means none, as for a step; a pipeline file that says nothing
+		// gets CompensationRetriesDefault from the loader.
 		retries := comp.Retries
-		if retries == 0 {
-			retries = pipeline.CompensationRetriesDefault
-		}
 		ok := false
 		for try := 1; try <= retries+1; try++ {
 			if rn.draining() {
 				return errInterrupted // handed back compensating; the next owner goes on
 			}
+			// The attempt counts every try of this compensation, those of
+			// an earlier run (a crash, an admin's retry) included, as a
+			// resumed step's attempt does.
+			attempt := rn.row(row.Idx).CompensationAttempt + 1
 			if err := rn.write(change{Idx: row.Idx, State: task.StepCompensating, StartCompensation: true, Events: []task.Event{
 				// started_at: when the undo really started (the event's own
 				// time is its batched write's), for the run page's timeline.
 				rn.event(ps, task.EventStepCompensating, task.StatusCompensating, comp.Action,
-					fmt.Sprintf("Undoing %s with %s (try %d)", ps.Name, comp.Action, try),
-					map[string]any{"try": try, "started_at": time.Now().UTC().Format(time.RFC3339Nano)}),
+					fmt.Sprintf("Undoing %s with %s (try %d)", ps.Name, comp.Action, attempt),
+					map[string]any{"try": attempt, "started_at": time.Now().UTC().Format(time.RFC3339Nano)}),
 			}}); err != nil {
 				return err
 			}
-			_, err := rn.execute(ctx, ps, comp.Action, comp.With, comp.Timeout, true, try, rn.row(row.Idx))
+			_, err := rn.execute(ctx, ps, comp.Action, comp.With, comp.Timeout, true, attempt, rn.row(row.Idx))
 			if rn.j.StopCause() != nil {
 				return errInterrupted
 			}

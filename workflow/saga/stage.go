@@ -134,22 +134,27 @@ func (rn *run) group(st pipeline.Stage, todo []pipeline.PlannedStep) error {
 	}
 	results := make(chan result, len(todo))
 	var wg sync.WaitGroup
-	for _, ps := range todo {
-		wg.Go(func() {
+	// One dispatcher starts the steps in list order as slots free up (a
+	// for_each's items in the order of the list): goroutines racing for
+	// the semaphore started them in random order.
+	wg.Go(func() {
+		for i, ps := range todo {
 			select {
 			case sem <- struct{}{}:
 			case <-gctx.Done():
-				results <- result{ps, rn.notStarted(gctx, ps)}
-				return
 			}
-			defer func() { <-sem }()
 			if gctx.Err() != nil {
-				results <- result{ps, rn.notStarted(gctx, ps)}
+				for _, rest := range todo[i:] {
+					results <- result{rest, rn.notStarted(gctx, rest)}
+				}
 				return
 			}
-			results <- result{ps, rn.runStep(gctx, ps)}
-		})
-	}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				results <- result{ps, rn.runStep(gctx, ps)}
+			})
+		}
+	})
 	succeeded, failed := done, 0
 	var firstErr error
 	var winners []pipeline.PlannedStep
