@@ -108,7 +108,7 @@ test('a freeze refuses a deploy until an admin overrides it', async ({ browser }
   await expect(state(admin)).toHaveAttribute('data-state', 'awaiting_approval');
   // Cancel works while it waits for its reviewers: nothing ran.
   await admin.getByTestId('cancel-open').click();
-  await admin.getByTestId('cancel-confirm').click();
+  await admin.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(state(admin)).toHaveAttribute('data-state', 'cancelled');
 
   await admin.goto('/audit?type=task.override');
@@ -149,7 +149,7 @@ test('the submit form says the rules, schedules a deploy and takes an admin over
   await expect(state(dev)).toHaveAttribute('data-state', 'scheduled');
   await expect(dev.getByTestId('task-run-at')).toContainText('Scheduled: runs at');
   await dev.getByTestId('cancel-open').click();
-  await dev.getByTestId('cancel-confirm').click();
+  await dev.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(state(dev)).toHaveAttribute('data-state', 'cancelled');
 
   // A bad version for e2e-prod is refused on the form.
