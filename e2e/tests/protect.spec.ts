@@ -54,6 +54,7 @@ test('a promotion to an environment with two reviewers', async ({ browser }) => 
   await approver.goto(promoted);
   await approver.getByTestId('approval-comment').fill('staging looked fine');
   await approver.getByTestId('approve').click();
+  await approver.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(approver.getByTestId('approval-count')).toHaveText('(1 of 2)');
   await expect(approver.getByTestId('approval-why-not')).toContainText('decided already');
   await expect(state(approver)).toHaveAttribute('data-state', 'awaiting_approval');
@@ -64,6 +65,7 @@ test('a promotion to an environment with two reviewers', async ({ browser }) => 
   await expect(admin.getByTestId('approval-decisions')).toContainText('approver@demo.local approved: staging looked fine');
   await admin.screenshot({ path: '/tmp/protect-run-390.png', fullPage: true });
   await admin.getByTestId('approve').click();
+  await admin.getByTestId('confirm-ok').click();
   await expect(state(admin)).toHaveAttribute('data-state', 'completed');
   await expect(state(dev)).toHaveAttribute('data-state', 'completed');
   await dev.screenshot({ path: '/tmp/protect-run-1400.png', fullPage: true });
