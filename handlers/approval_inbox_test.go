@@ -106,7 +106,11 @@ func TestApprovalInboxShowsWhatChanges(t *testing.T) {
 	require.Equal(t, "any approver or admin, except alice@acme.test (who asked)",
 		strings.Join(strings.Fields(item.Find(`[data-testid="inbox-deciders"]`).Text()), " "))
 	require.Equal(t, "release", item.Find(`[data-testid="inbox-step"]`).Text())
-	require.Contains(t, item.Find(`[data-testid="inbox-params"]`).Text(), "replicas")
+	// What changes, param by param, from the target's current deploy
+	// (contract §9): the version differs, replicas does not.
+	require.Contains(t, item.Find(`[data-testid="changes"]`).Text(), "replicas")
+	require.Equal(t, "true", item.Find(`[data-testid="change"][data-field="version"]`).AttrOr("data-changed", ""))
+	require.Equal(t, "false", item.Find(`[data-testid="change"][data-field="replicas"]`).AttrOr("data-changed", ""))
 	item = doc.Find(`[data-testid="inbox-item"][data-task="` + cart + `"]`)
 	require.Equal(t, "version 2.0 (first deploy of this target)", strings.Join(strings.Fields(item.Find(`[data-testid="inbox-change"]`).Text()), " "))
 

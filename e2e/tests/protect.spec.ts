@@ -54,6 +54,7 @@ test('a promotion to an environment with two reviewers', async ({ browser }) => 
   await approver.goto(promoted);
   await approver.getByTestId('approval-comment').fill('staging looked fine');
   await approver.getByTestId('approve').click();
+  await approver.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(approver.getByTestId('approval-count')).toHaveText('(1 of 2)');
   await expect(approver.getByTestId('approval-why-not')).toContainText('decided already');
   await expect(state(approver)).toHaveAttribute('data-state', 'awaiting_approval');
@@ -64,6 +65,7 @@ test('a promotion to an environment with two reviewers', async ({ browser }) => 
   await expect(admin.getByTestId('approval-decisions')).toContainText('approver@demo.local approved: staging looked fine');
   await admin.screenshot({ path: '/tmp/protect-run-390.png', fullPage: true });
   await admin.getByTestId('approve').click();
+  await admin.getByTestId('confirm-ok').click();
   await expect(state(admin)).toHaveAttribute('data-state', 'completed');
   await expect(state(dev)).toHaveAttribute('data-state', 'completed');
   await dev.screenshot({ path: '/tmp/protect-run-1400.png', fullPage: true });
@@ -108,7 +110,7 @@ test('a freeze refuses a deploy until an admin overrides it', async ({ browser }
   await expect(state(admin)).toHaveAttribute('data-state', 'awaiting_approval');
   // Cancel works while it waits for its reviewers: nothing ran.
   await admin.getByTestId('cancel-open').click();
-  await admin.getByTestId('cancel-confirm').click();
+  await admin.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(state(admin)).toHaveAttribute('data-state', 'cancelled');
 
   await admin.goto('/audit?type=task.override');
@@ -149,7 +151,7 @@ test('the submit form says the rules, schedules a deploy and takes an admin over
   await expect(state(dev)).toHaveAttribute('data-state', 'scheduled');
   await expect(dev.getByTestId('task-run-at')).toContainText('Scheduled: runs at');
   await dev.getByTestId('cancel-open').click();
-  await dev.getByTestId('cancel-confirm').click();
+  await dev.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(state(dev)).toHaveAttribute('data-state', 'cancelled');
 
   // A bad version for e2e-prod is refused on the form.
