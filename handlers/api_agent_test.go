@@ -151,7 +151,8 @@ func failingDeploy(st *store.Store) queue.Handler {
 			return queue.Outcome{State: task.StateFailed, Error: err.Error()}
 		}
 		msg := "health check failed"
-		j.SaveStep(store.StepSave{Idx: 1, Name: "deploy_container", IdempotencyKey: "k", State: "failed", Attempt: 1, Error: &msg, Started: true, Finished: true})
+		now := time.Now()
+		j.SaveStep(store.StepSave{Idx: 1, Name: "deploy_container", IdempotencyKey: "k", State: "failed", Attempt: 1, Error: &msg, StartedAt: &now, FinishedAt: &now})
 		return queue.Outcome{State: task.StateFailed, Error: "step deploy_container failed: " + msg}
 	})
 }

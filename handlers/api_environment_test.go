@@ -189,6 +189,12 @@ func TestEnvironments(t *testing.T) {
 		cart := doc.Find(`[data-testid="environment"][data-target="app=cart env=staging"]`)
 		require.Contains(t, cart.Find(`[data-testid="env-running"]`).AttrOr("href", ""), "/tasks/")
 		require.Equal(t, 1, cart.Find(`[data-testid="env-waiting"]`).Length())
+		// Every column is headed; after the roll back to 1.0.0 the previous
+		// deploy is the newer 2.0.0, which is redeployed, not "rolled back to".
+		doc.Find(`[data-testid="environments"] th`).Each(func(_ int, th *goquery.Selection) {
+			require.NotEmpty(t, strings.TrimSpace(th.Text()))
+		})
+		require.Equal(t, "Redeploy 2.0.0", strings.TrimSpace(shop.Find(`[data-testid="env-rollback"]`).Text()))
 		rollback := shop.Find(`[data-testid="env-rollback"]`).Closest("form")
 		action, ok := rollback.Attr("action")
 		require.True(t, ok, "a deployer may roll back")

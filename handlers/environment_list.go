@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -15,12 +16,19 @@ import (
 	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/task"
 )
 
 // envHistoryShown is how many completed deploys of each target the page lists.
 const envHistoryShown = 10
 
 func (h *Handler) environmentList(c echo.Context) error {
+	return h.renderEnvironments(c, http.StatusOK, "")
+}
+
+// renderEnvironments renders the environments page, with a refusal to
+// show (flash) when a form on it was refused.
+func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) error {
 	u := userOf(c)
 	filter := c.QueryParam("pipeline")
 	envs, err := h.store.EnvironmentList(c.Request().Context(), store.EnvironmentListParams{
@@ -28,11 +36,27 @@ func (h *Handler) environmentList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := pages.EnvironmentsProps{Pipeline: filter, CSRFToken: csrfToken(c)}
+	health, err := h.store.LocalHealthList(c.Request().Context(), u.TeamIDs())
+	if err != nil {
+		return err
+	}
+	hosts := map[string]store.LocalHostHealth{}
+	for _, hh := range health {
+		hosts[hh.TeamID+" "+hh.Host] = hh
+	}
+	p := pages.EnvironmentsProps{Pipeline: filter, CSRFToken: csrfToken(c), Flash: flash,
+		CanFreeze: len(teamIDsAtLeast(u, auth.RoleAdmin)) > 0}
+	now := time.Now()
+	if err := h.envFreezes(c, &p, now); err != nil {
+		return err
+	}
 	for _, pl := range h.pipelines.All() {
 		p.Names = append(p.Names, pl.Name)
 	}
-	now := time.Now()
+	byKey := map[string]*store.Environment{}
+	for i := range envs {
+		byKey[envs[i].TeamID+"\x00"+envs[i].Pipeline+"\x00"+envs[i].TargetKey] = &envs[i]
+	}
 	for _, e := range envs {
 		if n := len(p.Pipelines); n == 0 || p.Pipelines[n-1].Name != e.Pipeline {
 			p.Pipelines = append(p.Pipelines, pages.EnvPipeline{Name: e.Pipeline})
@@ -54,9 +78,154 @@ func (h *Handler) environmentList(c echo.Context) error {
 			v.Current = e.Current != nil && d.TaskID == e.Current.TaskID
 			t.History = append(t.History, *v)
 		}
+		t.Rollback = previousIsOlder(t)
+		if hh, ok := hosts[e.TeamID+" "+localHost(e.TargetKey)]; ok {
+			t.Health = envHealth(hh, now)
+			if hh.Serving {
+				t.AppURL = h.localAppURL(hh.Host)
+			}
+		}
+		if pl != nil {
+			h.envProtection(c, u, pl, e, &t, p.Freezes, byKey)
+		}
 		group.Targets = append(group.Targets, t)
 	}
-	return h.render(c, http.StatusOK, "Environments", "environments", pages.Environments(p))
+	return h.render(c, status, "Environments", "environments", pages.Environments(p))
+}
+
+// envFreezes lists the freezes on the page.
+func (h *Handler) envFreezes(c echo.Context, p *pages.EnvironmentsProps, now time.Time) error {
+	fs, err := h.freezes(c, now)
+	if err != nil {
+		return err
+	}
+	u := userOf(c)
+	admin := map[string]bool{}
+	for _, id := range teamIDsAtLeast(u, auth.RoleAdmin) {
+		admin[id] = true
+	}
+	for _, f := range fs {
+		ef := pages.EnvFreeze{Environment: f.Environment, From: f.From, Until: f.Until, Reason: f.Reason, Source: f.Source,
+			Active: !f.From.After(now) && f.Until.After(now)}
+		if f.ID != nil {
+			ef.ID = *f.ID
+			ef.CanEnd, ef.TeamID = admin[f.teamID], f.teamID
+		}
+		p.Freezes = append(p.Freezes, ef)
+	}
+	return nil
+}
+
+// envProtection fills in a target's environment: whether it is frozen
+// now and, when its environment promotes somewhere and the viewer may
+// deploy, the "Promote to …" offer with what it changes there.
+func (h *Handler) envProtection(c echo.Context, u *auth.User, pl *pipeline.Pipeline, e store.Environment, t *pages.EnvTarget,
+	freezes []pages.EnvFreeze, byKey map[string]*store.Environment) {
+	var target map[string]any
+	if json.Unmarshal([]byte(e.TargetKey), &target) != nil {
+		return
+	}
+	t.Environment = pl.EnvironmentOf(target)
+	if t.Environment == "" {
+		return
+	}
+	for i, f := range freezes {
+		if f.Active && f.Environment == t.Environment && (f.TeamID == "" || f.TeamID == e.TeamID) && (t.Frozen == nil || f.Until.After(t.Frozen.Until)) {
+			t.Frozen = &freezes[i]
+		}
+	}
+	rule := h.pipelines.Environments().Get(t.Environment)
+	if rule == nil || rule.PromoteTo == "" || e.Current == nil || !t.CanDeploy {
+		return
+	}
+	pr := &pages.EnvPromotion{To: rule.PromoteTo, Pipeline: pl.Name, From: t.Environment, Team: e.Team, Target: map[string]string{},
+		Override: u.RoleIn(e.TeamID).AtLeast(auth.RoleAdmin)}
+	envParam := pl.EnvironmentParam()
+	for k, v := range target {
+		if k != envParam {
+			pr.Target[k] = fmt.Sprint(v)
+		}
+	}
+	var to map[string]any
+	_ = json.Unmarshal(e.Current.Params, &to)
+	to[envParam] = rule.PromoteTo
+	toTarget := maps.Clone(target)
+	toTarget[envParam] = rule.PromoteTo
+	var from map[string]any
+	if there := byKey[e.TeamID+"\x00"+pl.Name+"\x00"+pl.TargetKey(toTarget)]; there != nil && there.Current != nil {
+		_ = json.Unmarshal(there.Current.Params, &from)
+	}
+	d := task.DiffParams(from, to)
+	pr.Changes = changeRows(&d)
+	t.Promote = pr
+}
+
+// previousIsOlder reports whether the target's previous deploy is an older
+// version than its current one, which "Roll back" offers; otherwise (after
+// a roll back, the previous is the newer version) it is a "Redeploy". A
+// version is as old as its first deploy in the history (newest first).
+func previousIsOlder(t pages.EnvTarget) bool {
+	if t.Current == nil || t.Previous == nil || t.Current.Version == t.Previous.Version {
+		return false
+	}
+	first := map[string]int{}
+	for i, d := range t.History {
+		first[d.Version] = i
+	}
+	prev, okPrev := first[t.Previous.Version]
+	cur, okCur := first[t.Current.Version]
+	return !okPrev || !okCur || prev > cur
+}
+
+// localHost is the local provider's host of a target whose key names an
+// app and an env ("shop.staging"), the host its actions derive; "" otherwise.
+func localHost(targetKey string) string {
+	var target map[string]any
+	if json.Unmarshal([]byte(targetKey), &target) != nil {
+		return ""
+	}
+	app, okApp := target["app"].(string)
+	env, okEnv := target["env"].(string)
+	if !okApp || !okEnv {
+		return ""
+	}
+	return app + "." + env
+}
+
+// envHealth is what the target's monitor last found, in words.
+func envHealth(hh store.LocalHostHealth, now time.Time) *pages.EnvHealth {
+	out := &pages.EnvHealth{State: "unmonitored", Text: "no monitor"}
+	switch {
+	case !hh.Monitored:
+	case hh.Healthy == nil:
+		out.State, out.Text = "pending", "not checked yet"
+	case *hh.Healthy:
+		out.State, out.Text = "healthy", "healthy"
+	default:
+		out.State, out.Text = "unhealthy", "unhealthy"
+		if hh.Alert != nil {
+			out.Detail = *hh.Alert
+		}
+	}
+	if hh.LastCheckedAt != nil {
+		out.CheckedAgo = "checked " + ago(now.Sub(*hh.LastCheckedAt))
+	}
+	return out
+}
+
+// localAppURL is where a deployed app answers: its host under .localhost
+// on this server's port (the local provider's reverse proxy).
+func (h *Handler) localAppURL(host string) string {
+	u, err := url.Parse(h.cfg.PublicURL())
+	if err != nil {
+		return ""
+	}
+	port := u.Port()
+	u.Host, u.Path = host+".localhost", "/"
+	if port != "" {
+		u.Host += ":" + port
+	}
+	return u.String()
 }
 
 // envDeploy is d as the page shows it: its version is the pipeline's

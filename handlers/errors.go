@@ -26,6 +26,9 @@ type APIError struct {
 	Errors []FieldErrorJSON `json:"errors,omitempty"`
 	// RetryAfter, when set, is sent as the Retry-After header (seconds).
 	RetryAfter int `json:"-"`
+	// Page is what the error page says instead of the status's words,
+	// with a way back to where the thing may be found.
+	Page *pages.ErrorProps `json:"-"`
 }
 
 // FieldErrorJSON is one entry of APIError.Errors.
@@ -42,6 +45,13 @@ func errInvalid(field, format string, args ...any) *APIError {
 
 func errBadRequest(format string, args ...any) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Code: "invalid", Message: fmt.Sprintf(format, args...)}
+}
+
+// notFoundPage is a 404 whose page says what was not found and where to
+// look instead (its JSON body is the contract's not_found).
+func notFoundPage(title, message, back, backLabel string) *APIError {
+	return &APIError{Status: http.StatusNotFound, Code: "not_found", Message: "not found",
+		Page: &pages.ErrorProps{Title: title, Message: message, Back: back, BackLabel: backLabel}}
 }
 
 var (
@@ -130,9 +140,14 @@ func (h *Handler) errorHandler(err error, c echo.Context) {
 	if apiErr.Status >= 500 && apiErr.Status != http.StatusServiceUnavailable {
 		msg = "Something went wrong on our side. The error was logged."
 	}
-	rerr := h.render(c, apiErr.Status, title, "", pages.Error(pages.ErrorProps{
-		Status: apiErr.Status, Title: title, Message: msg, RequestID: requestID(c),
-	}))
+	page := pages.ErrorProps{Title: title, Message: msg}
+	if apiErr.Page != nil {
+		page = *apiErr.Page
+	} else if apiErr.Status == http.StatusNotFound {
+		page = pages.ErrorProps{Title: "Page not found", Message: "Nothing is at this address. It may have been mistyped, or the link is old."}
+	}
+	page.Status, page.RequestID = apiErr.Status, requestID(c)
+	rerr := h.render(c, apiErr.Status, page.Title, "", pages.Error(page))
 	if rerr != nil {
 		logger.Error("Error page failed to render", "error", rerr)
 	}

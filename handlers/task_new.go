@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"flightdeck/internal/auth"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/pipeline"
 )
@@ -18,7 +20,7 @@ func (h *Handler) taskNew(c echo.Context) error {
 	}
 	p, ok := h.pipelines.Get(name)
 	if !ok {
-		return errNotFound
+		return notFoundPage("No such pipeline", fmt.Sprintf("There is no pipeline named %q.", name), "/pipelines", "See every pipeline")
 	}
 	return h.render(c, http.StatusOK, "Submit "+p.Name, "tasks", pages.TaskNew(h.taskNewProps(c, p, nil, nil, "")))
 }
@@ -33,8 +35,11 @@ func (h *Handler) taskNewProps(c echo.Context, p *pipeline.Pipeline, values map[
 	for _, prm := range p.Params {
 		f := pages.FormField{Name: prm.Name, Type: prm.Type, Options: prm.Values, Required: prm.Required, Secret: prm.Secret,
 			Hint: prm.Describe(), Pattern: prm.HTMLPattern(), MaxLength: prm.MaxLen(), Min: prm.Min, Max: prm.Max}
+		if prm.Type == "list" && !strings.Contains(f.Hint, "per line") {
+			f.Hint += ", one per line or comma-separated" // an author's hint says what an item is
+		}
 		if prm.Default != nil {
-			f.Value = toString(prm.Default)
+			f.Value = formValue(prm, prm.Default)
 		}
 		if v, ok := values[prm.Name]; ok {
 			f.Value = v
@@ -51,7 +56,35 @@ func (h *Handler) taskNewProps(c echo.Context, p *pipeline.Pipeline, values map[
 	if v := values["priority"]; v != "" {
 		props.Priority = v
 	}
+	props.RunAt = values["run_at"]
+	props.CanOverride = len(teamIDsAtLeast(userOf(c), auth.RoleAdmin)) > 0
+	props.Rules = ruleNotes(p, h.pipelines.Environments())
 	return props
+}
+
+// formValue writes a parameter's value as its field shows it: a list one
+// item per line, as the form reads it back (formList).
+func formValue(prm pipeline.Param, v any) string {
+	if items, ok := v.([]any); ok && prm.Type == "list" {
+		lines := make([]string, len(items))
+		for i, it := range items {
+			lines[i] = toString(it)
+		}
+		return strings.Join(lines, "\n")
+	}
+	return toString(v)
+}
+
+// formList reads a list field: one item per line or comma-separated (the
+// hint says both), blanks dropped.
+func formList(v string) []any {
+	var items []any
+	for _, it := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == ',' }) {
+		if it = strings.TrimSpace(it); it != "" {
+			items = append(items, it)
+		}
+	}
+	return items
 }
 
 // approvalNotes says which of p's steps wait for whom.

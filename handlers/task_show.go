@@ -2,12 +2,15 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/internal/auth"
+	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/task"
 )
@@ -15,6 +18,10 @@ import (
 func (h *Handler) taskShow(c echo.Context) error {
 	m := newRunModel()
 	p, err := h.loadTaskShow(c.Request().Context(), userOf(c), c.Param("id"), m)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundPage("No such task", "None of your teams' tasks has the id "+c.Param("id")+". It may be mistyped, or the task is another team's.",
+			"/tasks", "Back to tasks")
+	}
 	if err != nil {
 		return err
 	}
@@ -27,6 +34,27 @@ func (h *Handler) taskShow(c echo.Context) error {
 		title = "Agent task"
 	}
 	return h.render(c, http.StatusOK, title, "tasks", pages.TaskShow(p))
+}
+
+// taskResolution is who resolved t (a task an admin marked resolved in
+// needs_attention) and their comment, from its last event; "" when no one did.
+func (h *Handler) taskResolution(ctx context.Context, t *task.Task) (string, error) {
+	if t.LastSeq < 1 {
+		return "", nil
+	}
+	last, err := h.store.EventsAfter(ctx, t.ID, t.LastSeq-1, 1)
+	if err != nil || len(last) == 0 || last[0].Type != task.EventTaskFailed {
+		return "", err
+	}
+	var d struct{ Action, By, Comment string }
+	if json.Unmarshal(last[0].Data, &d) != nil || d.Action != "resolve" {
+		return "", nil
+	}
+	res := "Resolved by " + d.By
+	if d.Comment != "" {
+		res += ": “" + d.Comment + "”"
+	}
+	return res, nil
 }
 
 // loadTaskShow gathers everything the run page and its live fragments
@@ -50,8 +78,18 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 	if len(t.Params) > 2 {
 		p.Task.Params = string(t.Params)
 	}
-	p.CanCancel = role.AtLeast(auth.RoleDeployer)
+	// Cancel and Set priority do nothing while steps are being undone or an
+	// admin's decision is awaited, so they are not offered then.
+	p.CanCancel = role.AtLeast(auth.RoleDeployer) && t.State != task.StateCompensating && t.State != task.StateNeedsAttention
 	p.CanAdmin = role.AtLeast(auth.RoleAdmin)
+	if t.State == task.StateFailed {
+		// An admin's resolution is a note, not the task's error.
+		if res, err := h.taskResolution(ctx, t); err != nil {
+			return p, err
+		} else if res != "" {
+			p.Task.Resolution, p.Task.Error = res, ""
+		}
+	}
 
 	// Later reads may see newer events than the task row: show the state as
 	// of the row's seq, and let the next push bring the rest.
@@ -78,8 +116,12 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 	if err != nil {
 		return p, err
 	}
+	if p.Notes, err = h.protectionNotes(ctx, t); err != nil {
+		return p, err
+	}
 	for _, a := range aps {
-		v := pages.ApprovalView{ID: a.ID, Step: a.Step, State: string(a.State), RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt}
+		v := pages.ApprovalView{ID: a.ID, Step: a.Step, State: string(a.State), RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt,
+			ToolCall: a.Kind == string(task.ApprovalToolCall), Roles: a.Roles}
 		if a.DecidedBy != nil {
 			v.DecidedBy = *a.DecidedBy
 		}
@@ -89,7 +131,20 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 		if a.Kind == "tool_call" {
 			v.Detail = indentJSON(a.Detail)
 		}
+		v.Environment, v.Required, v.Changes = a.Kind == string(task.ApprovalEnvironment), a.Required, changeRows(a.Changes)
+		for _, d := range a.Decisions {
+			line := d.By + " " + d.Decision + "d"
+			if d.Comment != "" {
+				line += ": " + d.Comment
+			}
+			v.Decisions = append(v.Decisions, line)
+		}
 		ok, why := task.MayDecide(task.ApprovalKind(a.Kind), a.Roles, t.CreatedByID, u.ID, string(role))
+		for _, d := range a.Decisions {
+			if ok && d.By == u.Email {
+				ok, why = false, "you decided already; another reviewer decides next"
+			}
+		}
 		v.CanDecide = ok
 		if !ok {
 			v.WhyNot = strings.ToUpper(why[:1]) + why[1:] + "."

@@ -75,6 +75,7 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 
 	sub := h.hub.Subscribe(id)
 	defer sub.Close()
+	defer h.watchApprovals(conn, u, shownBadge(c.QueryParam("badge")))()
 	poll := time.NewTicker(5 * time.Second)
 	defer poll.Stop()
 	lastSeq := -1

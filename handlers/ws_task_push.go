@@ -121,7 +121,7 @@ func (tp *taskPush) step(out *bytes.Buffer, s components.StepView) {
 		i--
 	}
 	if i < len(s.Log) {
-		_ = components.LogAppend(s.ID(), s.Log[i:]).Render(context.Background(), out)
+		_ = components.LogAppend(s, s.Log[i:]).Render(context.Background(), out)
 	}
 }
 

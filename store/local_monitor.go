@@ -176,3 +176,34 @@ func (s *Store) LocalAlertList(ctx context.Context, teamIDs []string, openOnly b
 	}
 	return out, interpretError(rows.Err())
 }
+
+// LocalHostHealth is what the local provider knows of one host: whether a
+// route serves it and what its monitor last found.
+type LocalHostHealth struct {
+	Host          string     `db:"host"`
+	TeamID        string     `db:"team_id"`
+	Serving       bool       `db:"serving"`         // a route sends requests to an instance
+	Monitored     bool       `db:"monitored"`       // a monitor checks it
+	Healthy       *bool      `db:"healthy"`         // nil: not checked yet
+	LastCheckedAt *time.Time `db:"last_checked_at"` // the monitor's last check
+	Alert         *string    `db:"alert"`           // the open alert's message
+}
+
+// LocalHealthList lists the hosts of teamIDs that have a route or a
+// monitor, for the environments page to show beside each target. Both
+// tables hold a row per deployed host, so this reads a handful of rows.
+func (s *Store) LocalHealthList(ctx context.Context, teamIDs []string) ([]LocalHostHealth, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT coalesce(r.host, m.host) AS host, coalesce(r.team_id, m.team_id)::text AS team_id,
+			r.instance_id IS NOT NULL AS serving, m.id IS NOT NULL AS monitored, m.healthy, m.last_checked_at, a.message AS alert
+		FROM local_routes r
+		FULL JOIN local_monitors m ON m.host = r.host AND m.team_id = r.team_id
+		LEFT JOIN local_alerts a ON a.monitor_id = m.id AND a.state = 'open'
+		WHERE coalesce(r.team_id, m.team_id) = ANY($1)
+		ORDER BY 1`, teamIDs)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[LocalHostHealth])
+	return out, interpretError(err)
+}

@@ -84,14 +84,14 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			t.state, t.attempt, t.max_attempts, t.created_by, '', t.created_at, t.started_at, t.finished_at, t.deadline_at,
 			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, NULL, t.rerun_of,
 			t.pause_requested_at IS NOT NULL, t.failed_step, t.decision_expires_at,
-			t.lease_token, COALESCE(t.traceparent, ''),
-			st.idx, st.name, st.state, st.attempt, st.key, st.output, st.error, st.started_at, st.finished_at, st.comp_attempt
+			t.environment, NULL::timestamptz, t.promoted_from, t.override, t.lease_token, COALESCE(t.traceparent, ''),
+			st.idx, st.name, st.state, st.attempt, st.key, st.output, st.error, st.started_at, st.finished_at, st.comp_attempt, st.compensated_at
 		FROM claimed t -- team names and emails come from s.names
 		-- the step rows as parallel arrays, in step order (the primary key's)
 		LEFT JOIN LATERAL (SELECT array_agg(s.idx) AS idx, array_agg(s.name) AS name, array_agg(s.state) AS state,
 				array_agg(s.attempt) AS attempt, array_agg(s.idempotency_key) AS key, array_agg(s.output) AS output,
 				array_agg(s.error) AS error, array_agg(s.started_at) AS started_at, array_agg(s.finished_at) AS finished_at,
-				array_agg(s.compensation_attempt) AS comp_attempt
+				array_agg(s.compensation_attempt) AS comp_attempt, array_agg(s.compensated_at) AS compensated_at
 			FROM (SELECT * FROM task_steps s WHERE s.task_id = t.id ORDER BY s.idx) s) st ON true
 		ORDER BY t.priority, t.created_at, t.id`, owner, limit, lease.Seconds())
 	if err != nil {
@@ -133,11 +133,11 @@ type stepColumnsArrays struct {
 	name, state, key          []string
 	output                    [][]byte
 	errs                      []*string
-	started, finished         []*time.Time
+	started, finished, comped []*time.Time
 }
 
 func (a *stepColumnsArrays) dest() []any {
-	return []any{&a.idx, &a.name, &a.state, &a.attempt, &a.key, &a.output, &a.errs, &a.started, &a.finished, &a.compAttempt}
+	return []any{&a.idx, &a.name, &a.state, &a.attempt, &a.key, &a.output, &a.errs, &a.started, &a.finished, &a.compAttempt, &a.comped}
 }
 
 // rows zips the arrays back into rows (nil for a task without any).
@@ -149,11 +149,11 @@ func (a *stepColumnsArrays) rows() []StepRow {
 	for i := range out {
 		out[i] = StepRow{Idx: int(a.idx[i]), Name: a.name[i], State: task.StepState(a.state[i]), Attempt: int(a.attempt[i]),
 			IdempotencyKey: a.key[i], Error: a.errs[i], StartedAt: a.started[i], FinishedAt: a.finished[i],
-			CompensationAttempt: int(a.compAttempt[i])}
+			CompensationAttempt: int(a.compAttempt[i]), CompensatedAt: a.comped[i]}
 		if len(a.output[i]) > 0 {
 			out[i].Output = a.output[i]
 		}
-		for _, p := range []*time.Time{out[i].StartedAt, out[i].FinishedAt} {
+		for _, p := range []*time.Time{out[i].StartedAt, out[i].FinishedAt, out[i].CompensatedAt} {
 			if p != nil {
 				utc(p)
 			}

@@ -27,10 +27,14 @@ func TestClaimReturnsEarlierSteps(t *testing.T) {
 	require.Len(t, claimed, 1)
 	require.Empty(t, claimed[0].Steps, "a first run finds no rows")
 	msg := "boom"
+	// The worker's times, well before the write: a fast step keeps its
+	// 1.5 ms, however late the batched write goes out.
+	began := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
+	ended := began.Add(1500 * time.Microsecond)
 	written, err := st.TaskWrites(ctx, []store.TaskWrite{{ID: tk.ID, Token: claimed[0].Task.LeaseToken, State: task.StatePending, Release: true,
 		Steps: []store.StepSave{
-			{Idx: 1, Name: "one", IdempotencyKey: "k1", State: "completed", Attempt: 1, Output: []byte(`{"ok":1}`), Started: true, Finished: true},
-			{Idx: 2, Name: "two", IdempotencyKey: "k2", State: "running", Attempt: 2, Error: &msg, Started: true},
+			{Idx: 1, Name: "one", IdempotencyKey: "k1", State: "completed", Attempt: 1, Output: []byte(`{"ok":1}`), StartedAt: &began, FinishedAt: &ended},
+			{Idx: 2, Name: "two", IdempotencyKey: "k2", State: "running", Attempt: 2, Error: &msg, StartedAt: &began},
 		}}})
 	require.NoError(t, err)
 	require.Equal(t, task.StatePending, written[tk.ID].State)
@@ -43,6 +47,8 @@ func TestClaimReturnsEarlierSteps(t *testing.T) {
 	require.Equal(t, task.StepCompleted, steps[0].State)
 	require.JSONEq(t, `{"ok":1}`, string(steps[0].Output))
 	require.NotNil(t, steps[0].FinishedAt)
+	require.True(t, steps[0].StartedAt.Equal(began), "started_at is the worker's: %v, want %v", steps[0].StartedAt, began)
+	require.True(t, steps[0].FinishedAt.Equal(ended), "finished_at is the worker's: %v, want %v", steps[0].FinishedAt, ended)
 	require.Equal(t, "k2", steps[1].IdempotencyKey)
 	require.Equal(t, 2, steps[1].Attempt)
 	require.Equal(t, "boom", *steps[1].Error)

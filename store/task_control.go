@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,23 +31,36 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 		return nil, ErrNotFound
 	}
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		var state string
+		var state, teamID string
 		var ranSteps bool
+		// A task parked before its first step (an environment's freeze) was
+		// claimed, but ran nothing: its steps say so.
 		err := tx.QueryRow(ctx, `
-			SELECT t.state, t.started_at IS NOT NULL FROM tasks t
-			WHERE t.id = $1 AND t.team_id = ANY($2) FOR UPDATE`, id, teamIDs).Scan(&state, &ranSteps)
+			SELECT t.state, t.team_id, t.started_at IS NOT NULL AND (t.kind <> 'deploy' OR EXISTS (
+				SELECT 1 FROM task_steps s WHERE s.task_id = t.id AND s.state <> 'pending')) FROM tasks t
+			WHERE t.id = $1 AND t.team_id = ANY($2) FOR UPDATE`, id, teamIDs).Scan(&state, &teamID, &ranSteps)
 		if err != nil {
 			return interpretError(err)
 		}
 		st := task.State(state)
 		data, _ := json.Marshal(map[string]string{"by": actor})
+		if !st.Terminal() {
+			if err := auditAddTx(ctx, tx, teamID, actor, "task.cancelled", id, map[string]any{"state": st}); err != nil {
+				return err
+			}
+		}
 		switch {
 		case st.Terminal():
 			return ErrTerminal
-		case (st == task.StatePending || st == task.StateScheduled || st == task.StatePaused) && !ranSteps:
+		case (st == task.StatePending || st == task.StateScheduled || st == task.StatePaused || st == task.StateAwaitingApproval) && !ranSteps:
 			msg := "Cancelled by " + actor + " before it ran"
-			// the steps stored at submit will never run
+			// the steps stored at submit will never run, nor will its
+			// environment's reviewers decide
 			if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
+				return interpretError(err)
+			}
+			// an environment's reviewers can no longer decide: the cancel ended it
+			if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'cancelled' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
 				return interpretError(err)
 			}
 			return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Finished: true, Error: &msg, Cancel: true, Resumed: st == task.StatePaused},
@@ -128,7 +142,8 @@ type stateChange struct {
 	Pause    bool          // pause_requested_at, if not set yet
 	// Resumed clears the pause request and a failed step's decision
 	// (failed_step, decision_expires_at): the pause is over.
-	Resumed bool
+	Resumed  bool
+	RunAfter *time.Time // nil keeps run_after
 }
 
 // appendStateEvents applies c to task id (locked by tx) with events, through
@@ -136,7 +151,7 @@ type stateChange struct {
 // commit together (invariant 6).
 func appendStateEvents(ctx context.Context, tx pgx.Tx, id string, c stateChange, events []task.Event) error {
 	_, err := taskApplyTx(ctx, tx, TaskWrite{ID: id, State: c.State, Error: c.Error, KeepErr: c.KeepErr, Cancel: c.Cancel,
-		Priority: c.Priority, Pause: c.Pause, Resumed: c.Resumed, Events: events})
+		Priority: c.Priority, Pause: c.Pause, Resumed: c.Resumed, RunAfter: c.RunAfter, Events: events})
 	return err
 }
 
@@ -156,9 +171,8 @@ func (s *Store) TaskResolve(ctx context.Context, teamIDs []string, id, action, a
 			return ErrConflict
 		}
 		data, _ := json.Marshal(map[string]string{"action": action, "by": actor, "comment": comment})
-		if _, err := tx.Exec(ctx, `INSERT INTO audit_log (team_id, actor, action, target, data) VALUES ($1, $2, $3, $4, $5)`,
-			teamID, actor, "task."+action, id, data); err != nil {
-			return interpretError(err)
+		if err := auditAddTx(ctx, tx, teamID, actor, "task.resolved", id, map[string]string{"action": action, "comment": comment}); err != nil {
+			return err
 		}
 		if action == "retry" {
 			if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'completed' WHERE task_id = $1 AND state = 'compensation_failed'`, id); err != nil {

@@ -97,10 +97,16 @@ func approvalsRequest(ctx context.Context, tx pgx.Tx, teamID, taskID string, p A
 			detail = json.RawMessage(`{}`)
 		}
 		a, err := scanApproval(tx.QueryRow(ctx, `
-			INSERT INTO approvals (task_id, team_id, step_idx, step_name, attempt, kind, detail, roles, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
+			INSERT INTO approvals (task_id, team_id, step_idx, step_name, attempt, kind, detail, roles, expires_at, changes)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9),
+				-- what a deploy changes: its target's current deploy's params and its own
+				(SELECT jsonb_build_object('from', c.params, 'to', t.params) FROM tasks t
+					LEFT JOIN environments e ON e.team_id = t.team_id AND e.pipeline = t.pipeline AND e.target_key = t.target_key
+					LEFT JOIN tasks c ON c.id = e.current_task_id
+					WHERE t.id = $1 AND t.kind = 'deploy'))
 			ON CONFLICT (task_id, step_idx, attempt) DO UPDATE SET state = 'pending', requested_at = now(),
-				expires_at = EXCLUDED.expires_at, decided_by = NULL, decided_at = NULL, comment = NULL
+				expires_at = EXCLUDED.expires_at, decided_by = NULL, decided_at = NULL, comment = NULL,
+				decisions = '[]', changes = EXCLUDED.changes
 			RETURNING `+approvalColumns, taskID, teamID, st.Idx, st.Name, st.Attempt, kind, []byte(detail), p.Roles, p.Timeout.Seconds()))
 		if err != nil {
 			return nil, err

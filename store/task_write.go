@@ -31,7 +31,7 @@ type TaskWrite struct {
 	Error    *string // the task's error (nil keeps it)
 	KeepErr  bool    // with Error: only if the task has none yet
 	Result   json.RawMessage
-	RunAfter *time.Time // with State scheduled: when to run again
+	RunAfter *time.Time // with State scheduled: when it runs (nil keeps it, but a Release clears it)
 	// BumpAttempt counts this run as a failed start (a handler panic), like
 	// a worker that died.
 	BumpAttempt bool
@@ -171,7 +171,7 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				state = COALESCE(NULLIF(i.state, ''), t.state),
 				error = CASE WHEN i.error IS NULL THEN t.error WHEN i.keep_error THEN COALESCE(t.error, i.error) ELSE i.error END,
 				result = COALESCE(i.result, t.result),
-				run_after = CASE WHEN i.release THEN i.run_after ELSE t.run_after END,
+				run_after = CASE WHEN i.release OR i.run_after IS NOT NULL THEN i.run_after ELSE t.run_after END,
 				attempt = t.attempt + CASE WHEN i.bump THEN 1 ELSE 0 END,
 				finished_at = CASE WHEN i.finished THEN now() ELSE t.finished_at END,
 				cancel_requested_at = CASE WHEN i.cancel THEN COALESCE(t.cancel_requested_at, now()) ELSE t.cancel_requested_at END,
@@ -206,18 +206,16 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 			INSERT INTO task_steps AS ts (task_id, idx, name, idempotency_key, state, attempt, compensation_attempt,
 				output, error, started_at, finished_at, compensated_at)
 			SELECT s.task_id, s.idx, s.name, s.key, s.state, s.attempt, s.comp_attempt, s.output, s.error,
-				CASE WHEN s.started THEN now() END, CASE WHEN s.finished THEN now() END, CASE WHEN s.compensated THEN now() END
+				s.started, s.finished, s.compensated
 			FROM unnest($18::uuid[], $19::int[], $20::text[], $21::text[], $22::text[], $23::int[], $24::int[],
-				$25::jsonb[], $26::text[], $27::bool[], $28::bool[], $29::bool[])
+				$25::jsonb[], $26::text[], $27::timestamptz[], $28::timestamptz[], $29::timestamptz[])
 				AS s(task_id, idx, name, key, state, attempt, comp_attempt, output, error, started, finished, compensated)
 			WHERE s.task_id IN (SELECT id FROM written)
 			ON CONFLICT (task_id, idx) DO UPDATE SET
+				-- a save is the whole row as its handler keeps it
 				state = excluded.state, attempt = excluded.attempt, compensation_attempt = excluded.compensation_attempt,
-				output = COALESCE(excluded.output, ts.output), error = excluded.error,
-				-- the first attempt's start: a step's duration spans its retries
-				started_at = COALESCE(ts.started_at, excluded.started_at),
-				finished_at = COALESCE(excluded.finished_at, ts.finished_at),
-				compensated_at = COALESCE(excluded.compensated_at, ts.compensated_at)
+				output = excluded.output, error = excluded.error, started_at = excluded.started_at,
+				finished_at = excluded.finished_at, compensated_at = excluded.compensated_at
 		)
 		SELECT id, state, last_seq, keyed, finished, team_id, kind, pipeline, created_at, started_at, finished_at, waited_ms,
 			target_key, restore_target, params FROM written`,
@@ -347,7 +345,7 @@ type stepArrays struct {
 	idx, attempts, compAttempts    []int32
 	outputs                        [][]byte
 	errs                           []*string
-	started, finished, compensated []bool
+	started, finished, compensated []*time.Time
 }
 
 func (c *stepArrays) add(taskID string, s StepSave) {
@@ -359,5 +357,5 @@ func (c *stepArrays) add(taskID string, s StepSave) {
 	c.keys, c.states = append(c.keys, s.IdempotencyKey), append(c.states, string(s.State))
 	c.attempts, c.compAttempts = append(c.attempts, int32(s.Attempt)), append(c.compAttempts, int32(s.CompensationAttempt))
 	c.outputs, c.errs = append(c.outputs, out), append(c.errs, s.Error)
-	c.started, c.finished, c.compensated = append(c.started, s.Started), append(c.finished, s.Finished), append(c.compensated, s.Compensated)
+	c.started, c.finished, c.compensated = append(c.started, s.StartedAt), append(c.finished, s.FinishedAt), append(c.compensated, s.CompensatedAt)
 }

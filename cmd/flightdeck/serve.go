@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -187,20 +190,29 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // seedDemo creates team demo with an admin and a deployer (FLIGHTDECK_DEV=1)
-// and prints their passwords and a one-time login link. Passwords are new at
-// every start unless FLIGHTDECK_DEV_PASSWORD fixes them.
+// and prints their passwords and a one-time login link. Passwords are made
+// once per data folder and kept there (demoPasswords), so a restart prints
+// the ones a person already noted; FLIGHTDECK_DEV_PASSWORD fixes them instead.
 func seedDemo(ctx context.Context, env *cliEnv, cfg config.Config, st *store.Store) error {
 	users := []struct {
 		email string
 		role  auth.Role
 	}{{"admin@demo.local", auth.RoleAdmin}, {"approver@demo.local", auth.RoleApprover}, {"dev@demo.local", auth.RoleDeployer}}
+	kept := map[string]string{}
+	if cfg.DevPassword == "" {
+		emails := make([]string, len(users))
+		for i, u := range users {
+			emails[i] = u.email
+		}
+		var err error
+		if kept, err = demoPasswords(filepath.Join(cfg.DataDir, demoPasswordFile), emails); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(env.stdout, "Demo team \"demo\" (FLIGHTDECK_DEV=1):")
 	var adminID string
 	for _, u := range users {
-		pw := cfg.DevPassword
-		if pw == "" {
-			pw = auth.NewPassword()
-		}
+		pw := cmp.Or(cfg.DevPassword, kept[u.email])
 		hash, err := auth.HashPassword(pw)
 		if err != nil {
 			return fmt.Errorf("FLIGHTDECK_DEV_PASSWORD: %w", err)
@@ -219,7 +231,49 @@ func seedDemo(ctx context.Context, env *cliEnv, cfg config.Config, st *store.Sto
 		return err
 	}
 	fmt.Fprintf(env.stdout, "  Log in as admin: %s/login/link/%s (one use, 1 hour)\n", cfg.PublicURL(), secret)
+	if cfg.DevPassword == "" {
+		fmt.Fprintf(env.stdout, "  (the passwords stay the same at every start; they are kept in %s)\n", filepath.Join(cfg.DataDir, demoPasswordFile))
+	}
 	return nil
+}
+
+// demoPasswordFile, under the data folder, keeps the demo users' passwords.
+const demoPasswordFile = "demo-passwords"
+
+// demoPasswords reads the demo users' passwords from path ("email
+// password" lines), making and adding one for each email it lacks. The
+// file is the owner's only (0600), like the database's password beside it.
+func demoPasswords(path string, emails []string) (map[string]string, error) {
+	kept := map[string]string{}
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("error reading the demo passwords: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if email, pw, ok := strings.Cut(strings.TrimSpace(line), " "); ok && pw != "" {
+			kept[email] = pw
+		}
+	}
+	missing := false
+	for _, e := range emails {
+		if kept[e] == "" {
+			kept[e], missing = auth.NewPassword(), true
+		}
+	}
+	if !missing {
+		return kept, nil
+	}
+	var out strings.Builder
+	for _, e := range emails {
+		fmt.Fprintf(&out, "%s %s\n", e, kept[e])
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("error keeping the demo passwords: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(out.String()), 0o600); err != nil {
+		return nil, fmt.Errorf("error keeping the demo passwords: %w", err)
+	}
+	return kept, nil
 }
 
 // newHTTPServer is the server of the UI, API and sockets: request contexts

@@ -39,8 +39,14 @@ test('environments after two deploys and a rollback', async ({ browser }) => {
   await expect(target).toContainText('dev@demo.local');
   await dev.screenshot({ path: '/tmp/environments-1400.png', fullPage: true });
 
+  // Every column has a heading.
+  for (const th of await dev.locator('[data-testid="environments"] th').all()) {
+    expect((await th.textContent())!.trim()).not.toBe('');
+  }
   // Roll back: a re-run of the previous deploy, through the normal submit.
+  await expect(target.getByTestId('env-rollback')).toHaveText('Roll back to 1.0.0');
   await target.getByTestId('env-rollback').click();
+  await target.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(dev).toHaveURL(/\/tasks\/[0-9a-f-]{36}$/);
   const rollback = dev.url().split('/').pop()!;
   expect(rollback).not.toBe(v1);
@@ -51,6 +57,8 @@ test('environments after two deploys and a rollback', async ({ browser }) => {
   await expect(row(dev, app).getByTestId('env-current')).toHaveText('1.0.0');
   await expect(row(dev, app).getByTestId('env-current').locator('a')).toHaveAttribute('href', `/tasks/${rollback}`);
   await expect(row(dev, app).getByTestId('env-previous')).toContainText('2.0.0');
+  // 2.0.0 is newer than what runs now: it is redeployed, not "rolled back to".
+  await expect(row(dev, app).getByTestId('env-rollback')).toHaveText('Redeploy 2.0.0');
 
   // The history lists all three; any earlier one redeploys.
   await row(dev, app).getByTestId('env-history').locator('summary').click();

@@ -14,6 +14,11 @@ test('an admin retries a failed compensation, then marks the task resolved', asy
   // The buttons arrive over the socket once the undo has failed.
   await expect(state).toHaveAttribute('data-state', 'needs_attention');
   await expect(admin.locator('[data-testid="compensation-row"][data-step="prepare"]')).toHaveAttribute('data-state', 'compensation_failed');
+  // It says it stopped, not that it runs, and offers only what works now.
+  await expect(admin.getByTestId('task-header')).toContainText('stopped: an admin must retry the undo or mark it resolved');
+  await expect(admin.getByTestId('task-header')).not.toContainText('running for');
+  await expect(admin.getByTestId('cancel-open')).toHaveCount(0);
+  await expect(admin.getByTestId('priority-form')).toHaveCount(0);
   await admin.screenshot({ path: 'test-results/task-needs-attention.png', fullPage: true });
   await admin.getByTestId('resolve-retry').click();
   await expect(admin).toHaveURL(url);
@@ -25,5 +30,8 @@ test('an admin retries a failed compensation, then marks the task resolved', asy
   await expect(admin).toHaveURL(url);
   await expect(admin.getByTestId('error-page')).toHaveCount(0);
   await expect(state).toHaveAttribute('data-state', 'failed');
-  await expect(admin.getByTestId('task-error')).toContainText('resolved by admin@demo.local');
+  // The resolution is a note, not an error.
+  await expect(admin.getByTestId('task-resolution')).toHaveText('Resolved by admin@demo.local');
+  await expect(admin.getByTestId('task-error')).toHaveCount(0);
+  await admin.screenshot({ path: 'test-results/task-resolved.png', fullPage: true });
 });

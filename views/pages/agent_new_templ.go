@@ -43,7 +43,7 @@ func AgentNew(p AgentNewProps) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if !p.Enabled {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<div class=\"alert\" role=\"alert\" data-testid=\"agent-disabled\">Agent tasks need an LLM. Set <code>OPENAI_BASE_URL</code> (for a local Ollama: <code>OPENAI_BASE_URL=http://localhost:11434/v1</code> with <code>OPENAI_MODEL</code>) or <code>OPENAI_API_KEY</code> on the server and restart it.</div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<div data-testid=\"agent-disabled\"><h2>The agent needs an LLM</h2><p>No OpenAI-compatible server is configured, so agent tasks are off. Restart flightdeck with one of:</p><ul><li><code>OPENAI_API_KEY=sk-… go tool task run</code> (OpenAI; <code>OPENAI_MODEL</code> picks the model, default gpt-4o-mini)</li><li><code>OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=llama3.1 go tool task run</code> (a local Ollama, or any compatible server)</li></ul><p class=\"muted\">Deploys do not need it.</p><p><a class=\"btn btn-primary\" href=\"/tasks/new\">Submit a deploy</a> <a class=\"btn\" href=\"/tasks\">Back to tasks</a></p></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -56,7 +56,7 @@ func AgentNew(p AgentNewProps) templ.Component {
 				var templ_7745c5c3_Var2 string
 				templ_7745c5c3_Var2, templ_7745c5c3_Err = templ.JoinStringErrs(p.Error)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/agent_new.templ`, Line: 23, Col: 70}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/agent_new.templ`, Line: 28, Col: 70}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var2))
 				if templ_7745c5c3_Err != nil {
@@ -74,7 +74,7 @@ func AgentNew(p AgentNewProps) templ.Component {
 			var templ_7745c5c3_Var3 string
 			templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs(p.CSRFToken)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/agent_new.templ`, Line: 26, Col: 57}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/agent_new.templ`, Line: 31, Col: 57}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var3))
 			if templ_7745c5c3_Err != nil {
@@ -87,7 +87,7 @@ func AgentNew(p AgentNewProps) templ.Component {
 			var templ_7745c5c3_Var4 string
 			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(p.Prompt)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/agent_new.templ`, Line: 29, Col: 120}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/agent_new.templ`, Line: 34, Col: 120}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 			if templ_7745c5c3_Err != nil {

@@ -180,7 +180,7 @@ func decisionCard(f FailedStepView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = components.LogLines(f.Log).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = components.LogLines(components.StepView{Name: f.Name, Lane: "fail"}, f.Log).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

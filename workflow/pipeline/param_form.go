@@ -250,10 +250,16 @@ func (p *Param) Describe() string {
 	}
 	what := "text"
 	if p.Type == "list" {
-		what = "a comma-separated list"
+		what = "a list"
+		if p.Pattern != "" {
+			what += " of items"
+		}
 	}
 	if p.Pattern != "" {
 		what += " in the form this pipeline defines"
+	}
+	if p.Type == "list" {
+		what += ", one per line or comma-separated"
 	}
 	if n := p.MaxLen(); n > 0 && p.Type != "list" {
 		what += fmt.Sprintf(", up to %d characters", n)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"flightdeck/workflow/environment"
 )
 
 // Param declares one parameter of a pipeline.
@@ -50,6 +52,9 @@ type Pipeline struct {
 	Target []string
 	// Concurrency, if set, allows one running task per key and team.
 	Concurrency *Concurrency
+	// Environment names the param whose value is a deploy's environment
+	// ("": the param env, if the pipeline has one; see EnvironmentParam).
+	Environment string
 	// Dir is the working directory of exec steps ("" for the server's).
 	Dir string
 	// OnFailure is what a step that still fails after its retries does:
@@ -418,10 +423,23 @@ func normalizeDefault(v any) any {
 	return v
 }
 
-// Catalog is the set of pipelines a server offers, by name.
+// Catalog is the set of pipelines a server offers, by name, with the
+// environments' rules their deploys obey.
 type Catalog struct {
 	byName map[string]*Pipeline
 	names  []string
+	envs   *environment.Rules
+}
+
+// SetEnvironments sets the environments' rules (environments.yaml).
+func (c *Catalog) SetEnvironments(r *environment.Rules) { c.envs = r }
+
+// Environments are the environments' rules; never nil.
+func (c *Catalog) Environments() *environment.Rules {
+	if c == nil || c.envs == nil {
+		return environment.NewRules()
+	}
+	return c.envs
 }
 
 // NewCatalog validates and indexes pipelines; later ones replace earlier

@@ -378,25 +378,17 @@ func (j *Job) Emit(e task.Event) {
 }
 
 // SaveStep buffers a step row for the next write; a later save of the same
-// step replaces it (a save is the whole row).
+// step replaces it (a save is the whole row, as its handler keeps it).
 func (j *Job) SaveStep(s store.StepSave) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.buf.Steps = mergeSteps(j.buf.Steps, s)
-}
-
-// mergeSteps puts s in steps, replacing an older save of its step.
-func mergeSteps(steps []store.StepSave, s store.StepSave) []store.StepSave {
-	for i := range steps {
-		if prev := steps[i]; prev.Idx == s.Idx {
-			s.Started = s.Started || prev.Started
-			s.Finished = s.Finished || prev.Finished
-			s.Compensated = s.Compensated || prev.Compensated
-			steps[i] = s
-			return steps
+	for i := range j.buf.Steps {
+		if j.buf.Steps[i].Idx == s.Idx {
+			j.buf.Steps[i] = s
+			return
 		}
 	}
-	return append(steps, s)
+	j.buf.Steps = append(j.buf.Steps, s)
 }
 
 // SaveAgent buffers an agent task's state for the next write (the latest wins).

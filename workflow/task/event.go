@@ -34,6 +34,8 @@ const (
 	// data.action saying how (continue, retry, skip, rollback).
 	EventTaskPaused  EventType = "task.paused"
 	EventTaskResumed EventType = "task.resumed"
+	// EventTaskOverride: an admin overrode an environment's rules (contract §9).
+	EventTaskOverride EventType = "task.override"
 )
 
 // Terminal reports whether the event ends its task's stream.

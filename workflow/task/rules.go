@@ -13,7 +13,9 @@ type ApprovalKind string
 
 const (
 	ApprovalStep     ApprovalKind = "step"      // a pipeline step that waits for a person
-	ApprovalToolCall ApprovalKind = "tool_call" // an agent's mutating tool call
+	ApprovalToolCall ApprovalKind = "tool_call" // an agent's mutating tool call (shown as "tool")
+	// ApprovalEnvironment: an environment's reviewers, before the first step.
+	ApprovalEnvironment ApprovalKind = "environment"
 )
 
 // ApprovalState is an approval's state.

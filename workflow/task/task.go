@@ -36,6 +36,10 @@ const (
 	StateCancelled        State = "cancelled"
 )
 
+// MaxAttemptsDefault is how often a task is started when its submit does
+// not say (contract §2: a start its worker did not live through counts).
+const MaxAttemptsDefault = 5
+
 // States lists every state, in lifecycle order.
 var States = []State{StatePending, StateScheduled, StateRunning, StateAwaitingApproval, StateAwaitingInput,
 	StatePaused, StateCompensating, StateNeedsAttention, StateCompleted, StateFailed, StateCancelled}
@@ -66,10 +70,12 @@ func (s State) Valid() bool {
 
 // transitions lists, for each state, the states a task may move to.
 var transitions = map[State][]State{
-	StatePending:          {StateRunning, StateCancelled, StateCompensating, StateFailed, StatePaused},
-	StateScheduled:        {StatePending, StateCancelled, StateCompensating, StateFailed, StatePaused},
-	StateRunning:          {StatePending, StateScheduled, StateAwaitingApproval, StateAwaitingInput, StatePaused, StateCompensating, StateCompleted, StateFailed, StateCancelled},
-	StateAwaitingApproval: {StatePending, StateCompensating, StateCancelled, StateFailed},
+	StatePending:   {StateRunning, StateCancelled, StateCompensating, StateFailed, StatePaused},
+	StateScheduled: {StatePending, StateCancelled, StateCompensating, StateFailed, StatePaused},
+	StateRunning:   {StatePending, StateScheduled, StateAwaitingApproval, StateAwaitingInput, StatePaused, StateCompensating, StateCompleted, StateFailed, StateCancelled},
+	// scheduled: an environment's reviewers approved and its wait timer
+	// or the submit's run_at follows
+	StateAwaitingApproval: {StatePending, StateScheduled, StateCompensating, StateCancelled, StateFailed},
 	StateAwaitingInput:    {StatePending, StateCompensating, StateCancelled, StateFailed},
 	StatePaused:           {StatePending, StateScheduled, StateCompensating, StateCancelled}, // resume, roll back or cancel
 	StateCompensating:     {StatePending, StateFailed, StateCancelled, StateNeedsAttention, StateCompensating},
@@ -173,9 +179,20 @@ type Task struct {
 	BlockedBy *string `json:"blocked_by"`
 	// RerunOf is the task this one repeats (a re-run, redeploy or
 	// rollback); nil otherwise.
-	RerunOf    *string `json:"rerun_of"`
-	LeaseToken string  `json:"-"` // set on claimed tasks; every worker write carries it
-	Steps      []Step  `json:"steps,omitempty"`
+	RerunOf *string `json:"rerun_of"`
+	// Environment is a deploy's environment ("" for none, contract §9).
+	Environment string `json:"environment,omitempty"`
+	// RunAt is when a scheduled task becomes pending (its run_at, an
+	// environment's wait timer, a retry's backoff or the end of a freeze).
+	RunAt *time.Time `json:"run_at"`
+	// PromotedFrom is the deploy a promotion repeats; nil otherwise.
+	PromotedFrom *string `json:"promoted_from"`
+	// Override is an admin's break-glass override ({"by","reason","at"}); null for none.
+	Override json.RawMessage `json:"override"`
+	// Held says why a waiting task does not start now (a freeze); nil when nothing holds it.
+	Held       *Held  `json:"held"`
+	LeaseToken string `json:"-"` // set on claimed tasks; every worker write carries it
+	Steps      []Step `json:"steps,omitempty"`
 	// PauseRequested: a person asked the running task to pause; it parks
 	// paused once the step (or group) it is in ends.
 	PauseRequested bool `json:"pause_requested"`
@@ -184,6 +201,14 @@ type Task struct {
 	// DecisionExpiresAt, the task rolls back.
 	FailedStep        *FailedStep `json:"failed_step"`
 	DecisionExpiresAt *time.Time  `json:"decision_expires_at"`
+}
+
+// Held is why a waiting task does not start: a freeze, until its end.
+type Held struct {
+	Reason string    `json:"reason"` // frozen
+	Until  time.Time `json:"until"`
+	// Message is the freeze's reason in words.
+	Message string `json:"message,omitempty"`
 }
 
 // FailedStep is the step whose failure a paused task waits on a decision
