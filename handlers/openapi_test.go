@@ -114,7 +114,7 @@ func TestOpenAPICheckCatchesDrift(t *testing.T) {
 	for name, bad := range map[string]exchange{
 		"MissingField":       x("POST", "/api/v1/tasks", create, http.StatusAccepted, with("state", nil)),
 		"UnknownField":       x("POST", "/api/v1/tasks", create, http.StatusAccepted, with("surprise", 1)),
-		"WrongEnum":          x("GET", "/api/v1/tasks/t1", "", http.StatusOK, with("state", "paused")),
+		"WrongEnum":          x("GET", "/api/v1/tasks/t1", "", http.StatusOK, with("state", "sleeping")),
 		"UndocumentedStatus": x("GET", "/api/v1/tasks/t1", "", http.StatusTeapot, task),
 		"ErrorCodeOfStatus":  x("GET", "/api/v1/tasks/t1", "", http.StatusNotFound, map[string]any{"error": map[string]any{"code": "conflict", "message": "x"}}),
 		"BadErrorBody":       x("GET", "/api/v1/tasks/t1", "", http.StatusNotFound, map[string]any{"message": "not found"}),

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flightdeck/workflow/environment"
 )
 
 const good = `name: example-service
@@ -530,4 +532,16 @@ func TestParseOnFailure(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, p.AsksOnFailure(nil))
 	require.Equal(t, DecisionTimeoutDefault, p.DecisionTimeoutOr())
+}
+
+func TestCatalogAsksOnFailureByEnvironment(t *testing.T) {
+	p, err := Parse("x.yaml", []byte("name: x\nparams: [{name: env, type: string}]\nsteps: [{name: a, action: noop}]\n"))
+	require.NoError(t, err)
+	c, err := NewCatalog(p)
+	require.NoError(t, err)
+	c.SetEnvironments(environment.NewRules(&environment.Env{Name: "production", OnFailure: OnFailureAsk}))
+	require.True(t, c.AsksOnFailure(p, map[string]any{"env": "production"}))
+	require.False(t, c.AsksOnFailure(p, map[string]any{"env": "staging"}))
+	p.OnFailure = OnFailureAsk
+	require.True(t, c.AsksOnFailure(p, map[string]any{"env": "staging"}), "the pipeline's own field")
 }

@@ -70,9 +70,8 @@ const OnFailureAsk = "ask"
 
 // AsksOnFailure answers whether a deploy of p with these params asks a
 // person when a step fails (contract §10) instead of compensating at once:
-// the pipeline's on_failure. The deploy's environment rule
-// (environments.yaml on_failure) belongs here too, so every caller asks
-// this one function.
+// the pipeline's on_failure. Catalog.AsksOnFailure adds the environment's
+// rule; the saga asks that one.
 func (p *Pipeline) AsksOnFailure(params map[string]any) bool {
 	return p.OnFailure == OnFailureAsk
 }
@@ -433,6 +432,17 @@ type Catalog struct {
 
 // SetEnvironments sets the environments' rules (environments.yaml).
 func (c *Catalog) SetEnvironments(r *environment.Rules) { c.envs = r }
+
+// AsksOnFailure is the one answer to "does this deploy ask on failure"
+// (contract §10): the pipeline's on_failure, or the on_failure rule of the
+// environment the deploy goes to (environments.yaml, §9).
+func (c *Catalog) AsksOnFailure(p *Pipeline, params map[string]any) bool {
+	if p.AsksOnFailure(params) {
+		return true
+	}
+	e := c.Environments().Get(p.EnvironmentOf(params))
+	return e != nil && e.OnFailure == OnFailureAsk
+}
 
 // Environments are the environments' rules; never nil.
 func (c *Catalog) Environments() *environment.Rules {

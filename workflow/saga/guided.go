@@ -28,7 +28,7 @@ func (e *stepFailure) Unwrap() error { return e.err }
 // cancel, a deadline, a group that timed out, a deploy that does not ask).
 func (rn *run) askOnFailure(err error) *queue.Outcome {
 	var sf *stepFailure
-	if !errors.As(err, &sf) || !rn.p.AsksOnFailure(rn.params) || context.Cause(rn.ctx) != nil {
+	if !errors.As(err, &sf) || !rn.r.cfg.Catalog.AsksOnFailure(rn.p, rn.params) || context.Cause(rn.ctx) != nil {
 		return nil
 	}
 	fs := &task.FailedStep{Index: sf.ps.Index, Name: sf.ps.Name, Error: redact(sf.err.Error(), rn.secrets), Attempt: sf.attempt}
