@@ -37,7 +37,7 @@ func (h *Handler) submitAgent(c echo.Context, prompt string) (*task.Task, error)
 	req := taskCreateRequest{Kind: string(task.KindAgent), Prompt: prompt}
 	p := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, MaxPending: h.cfg.MaxPending,
 		Traceparent: tracing.Traceparent(c.Request().Context())}
-	if err := h.validateTaskCreate(c.Request().Context(), &req, team.Team, &p); err != nil {
+	if err := h.validateTaskCreate(c.Request().Context(), u, &req, team.Team, &p); err != nil {
 		return nil, err
 	}
 	t, _, err := h.store.TaskInsert(c.Request().Context(), p)

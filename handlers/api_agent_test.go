@@ -29,17 +29,17 @@ func setupAgents(t *testing.T) (*testBundle, *llmtest.Server) {
 	return setupAgentsWith(t, nil)
 }
 
-func setupAgentsWith(t *testing.T, deploy queue.Handler) (*testBundle, *llmtest.Server) {
+func setupAgentsWith(t *testing.T, deployWith func(*store.Store) queue.Handler) (*testBundle, *llmtest.Server) {
 	t.Helper()
 	llm := llmtest.New(t)
 	b := setupWith(t, func(c *config.Config) { c.OpenAIBaseURL = llm.URL })
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r := agent.NewRunner(agent.Config{Client: agent.NewOpenAI(agent.OpenAIConfig{BaseURL: llm.URL}), Logger: logger,
+	r := agent.NewRunner(agent.Config{Client: agent.NewOpenAI(agent.OpenAIConfig{BaseURL: llm.URL}), Logger: logger, Store: b.store,
 		Retry: agent.RetryConfig{BackoffBase: time.Millisecond}})
 	n := event.NewNotifier(b.store, nil)
 	handlers := map[task.Kind]queue.Handler{task.KindAgent: r}
-	if deploy != nil {
-		handlers[task.KindDeploy] = deploy
+	if deployWith != nil {
+		handlers[task.KindDeploy] = deployWith(b.store)
 	}
 	p := queue.New(b.store, handlers, nil, queue.Config{
 		Workers: 2, PollInterval: 20 * time.Millisecond, Grace: 10 * time.Millisecond, Logger: logger})
@@ -140,20 +140,22 @@ func TestAgentAPI(t *testing.T) {
 
 // failingDeploy fails every deploy in its step deploy_container, keeping
 // the step's output as an artifact.
-var failingDeploy = queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
-	st := j.Store()
-	w, err := artifact.New(st, 0).Create(ctx, j.Task.ID, j.Task.TeamID, 1, "deploy_container.log", nil)
-	if err != nil {
-		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
-	}
-	_, _ = w.Write([]byte("starting shop\nERROR listen tcp :8080: address already in use\n"))
-	if _, err := w.Close(); err != nil {
-		return queue.Outcome{State: task.StateFailed, Error: err.Error()}
-	}
-	msg := "health check failed"
-	j.SaveStep(store.StepSave{Idx: 1, Name: "deploy_container", IdempotencyKey: "k", State: "failed", Attempt: 1, Error: &msg, Started: true, Finished: true})
-	return queue.Outcome{State: task.StateFailed, Error: "step deploy_container failed: " + msg}
-})
+func failingDeploy(st *store.Store) queue.Handler {
+	return queue.HandlerFunc(func(ctx context.Context, j *queue.Job) queue.Outcome {
+		w, err := artifact.New(st, 0).Create(ctx, j.Task.ID, j.Task.TeamID, 1, "deploy_container.log", nil)
+		if err != nil {
+			return queue.Outcome{State: task.StateFailed, Error: err.Error()}
+		}
+		_, _ = w.Write([]byte("starting shop\nERROR listen tcp :8080: address already in use\n"))
+		if _, err := w.Close(); err != nil {
+			return queue.Outcome{State: task.StateFailed, Error: err.Error()}
+		}
+		msg := "health check failed"
+		now := time.Now()
+		j.SaveStep(store.StepSave{Idx: 1, Name: "deploy_container", IdempotencyKey: "k", State: "failed", Attempt: 1, Error: &msg, StartedAt: &now, FinishedAt: &now})
+		return queue.Outcome{State: task.StateFailed, Error: "step deploy_container failed: " + msg}
+	})
+}
 
 func TestExplainFailure(t *testing.T) {
 	t.Parallel()

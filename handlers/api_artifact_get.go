@@ -11,7 +11,17 @@ import (
 
 // apiArtifactGet streams an artifact's bytes as an attachment. Content that
 // a browser could run is served as plain text, and nosniff stops guessing.
+// ?view=raw shows it in the browser instead (a log's "View raw"): always
+// as plain text, inline, so nothing in it runs or renders.
 func (h *Handler) apiArtifactGet(c echo.Context) error {
+	raw := false
+	switch c.QueryParam("view") {
+	case "":
+	case "raw":
+		raw = true
+	default:
+		return errInvalid("view", "view must be raw or left out")
+	}
 	ctx := c.Request().Context()
 	m, err := h.store.ArtifactGet(ctx, userOf(c).TeamIDs(), c.Param("id"))
 	if err != nil {
@@ -21,7 +31,12 @@ func (h *Handler) apiArtifactGet(c echo.Context) error {
 	hd := c.Response().Header()
 	hd.Set("ETag", etag)
 	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, m.Name))
+	disposition := "attachment"
+	if raw {
+		disposition = "inline"
+		m.ContentType = "text/plain; charset=utf-8"
+	}
+	hd.Set("Content-Disposition", fmt.Sprintf(`%s; filename="%s"`, disposition, m.Name))
 	hd.Set("Cache-Control", "private, max-age=0, must-revalidate")
 	if noneMatch(c.Request().Header.Values("If-None-Match"), etag) {
 		return c.NoContent(http.StatusNotModified)

@@ -31,6 +31,18 @@ func TestArtifactEndpoints(t *testing.T) {
 	require.Equal(t, `"`+m.SHA256+`"`, got.header.Get("ETag"))
 	require.Equal(t, "38", got.header.Get("Content-Length"))
 
+	// A log's "View raw" opens it in the browser: inline, and always as
+	// plain text, so the HTML in it shows as text.
+	raw := b.api(t, "GET", "/api/v1/artifacts/"+m.ID+"?view=raw", b.aliceToken, "", nil)
+	require.Equal(t, http.StatusOK, raw.status)
+	require.Equal(t, got.raw, raw.raw)
+	require.Equal(t, `inline; filename="page.html"`, raw.header.Get("Content-Disposition"))
+	require.Equal(t, "text/plain; charset=utf-8", raw.header.Get("Content-Type"))
+	require.Equal(t, "nosniff", raw.header.Get("X-Content-Type-Options"))
+	bad := b.api(t, "GET", "/api/v1/artifacts/"+m.ID+"?view=html", b.aliceToken, "", nil)
+	require.Equal(t, http.StatusUnprocessableEntity, bad.status)
+	require.Equal(t, "view", bad.body["error"].(map[string]any)["field"])
+
 	again := b.api(t, "GET", "/api/v1/artifacts/"+m.ID, b.aliceToken, "", map[string]string{"If-None-Match": `"` + m.SHA256 + `"`})
 	require.Equal(t, http.StatusNotModified, again.status)
 

@@ -37,6 +37,8 @@ func TestTextPostgreSQLCannotStore(t *testing.T) {
 		{"GET", "/api/v1/environments?pipeline=%00", b.aliceToken, "", nil, "pipeline"},
 		{"POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, map[string]string{"Idempotency-Key": "k\xff"}, "Idempotency-Key"},
 		{"POST", "/api/v1/tasks/" + taskID + "/rerun", b.aliceToken, "", map[string]string{"Idempotency-Key": "k\xfe"}, "Idempotency-Key"},
+		{"POST", "/api/v1/tasks", b.aliceToken, "{\"kind\":\"deploy\",\"pipeline\":\"noop\",\"params\":{\"app\":\"a\xff\xfeb\"}}", nil, "params.app"},
+		{"POST", decide + "approve", ann, "{\"comment\":\"a\xffb\"}", nil, "comment"},
 		{"POST", decide + "approve", ann, `{"comment":"a\u0000b"}`, nil, "comment"},
 		{"POST", decide + "reject", ann, `{"comment":"a\u0000b"}`, nil, "comment"},
 	} {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"flightdeck/internal/auth"
 	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/workflow/saga"
@@ -28,6 +30,10 @@ type taskCreateRequest struct {
 		URL    string `json:"url"`
 		Secret string `json:"secret"`
 	} `json:"webhook"`
+	RunAt    *time.Time `json:"run_at"`
+	Override *struct {
+		Reason string `json:"reason"`
+	} `json:"override"`
 }
 
 const (
@@ -56,7 +62,7 @@ func (h *Handler) apiTaskCreate(c echo.Context) error {
 		MaxPending: h.cfg.MaxPending, Traceparent: tracing.Traceparent(c.Request().Context()),
 		Team: team.Team, CreatedBy: u.Email,
 	}
-	if err := h.validateTaskCreate(c.Request().Context(), &req, team.Team, &p); err != nil {
+	if err := h.validateTaskCreate(c.Request().Context(), u, &req, team.Team, &p); err != nil {
 		return err
 	}
 	t, created, err := h.store.TaskInsert(c.Request().Context(), p)
@@ -80,7 +86,7 @@ func idempotencyKey(c echo.Context) (string, error) {
 }
 
 // validateTaskCreate checks the request and fills p. Errors name the field.
-func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest, team string, p *store.TaskInsertParams) error {
+func (h *Handler) validateTaskCreate(ctx context.Context, u *auth.User, req *taskCreateRequest, team string, p *store.TaskInsertParams) error {
 	prio, err := task.ParsePriority(req.Priority)
 	if err != nil {
 		return errInvalid("priority", "%v", err)
@@ -92,7 +98,7 @@ func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest
 		}
 		p.DeadlineSeconds = *req.DeadlineSeconds
 	}
-	p.MaxAttempts = 5
+	p.MaxAttempts = task.MaxAttemptsDefault
 	if req.MaxAttempts != nil {
 		if *req.MaxAttempts < 1 || *req.MaxAttempts > 100 {
 			return errInvalid("max_attempts", "max_attempts must be between 1 and 100")
@@ -133,6 +139,19 @@ func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest
 		if err := saga.NewDeploy(p, pl, params, team); err != nil {
 			return errInvalid("params", "%v", err)
 		}
+		o := saga.Protection{RunAt: req.RunAt}
+		if req.Override != nil {
+			if err := checkText("override.reason", req.Override.Reason); err != nil {
+				return err
+			}
+			o.Override = req.Override.Reason
+			if o.Override == "" {
+				return errInvalid("override.reason", "an override needs a reason of at least %d characters", saga.MinOverrideReason)
+			}
+		}
+		if err := h.protect(ctx, u, p.TeamID, p, pl, params, o); err != nil {
+			return err
+		}
 	case task.KindAgent:
 		if !h.cfg.AgentsEnabled() {
 			return errInvalid("kind", "agent tasks need an LLM: set OPENAI_BASE_URL (for a local Ollama: http://localhost:11434/v1, with OPENAI_MODEL) or OPENAI_API_KEY on the server")
@@ -145,6 +164,9 @@ func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest
 		}
 		if req.Pipeline != "" || len(req.Params) > 0 {
 			return errInvalid("pipeline", "pipeline and params are for deploy tasks")
+		}
+		if req.RunAt != nil || req.Override != nil {
+			return errInvalid("run_at", "run_at and override are for deploys")
 		}
 		p.Kind, p.Prompt = task.KindAgent, req.Prompt
 		if req.Budgets != nil {

@@ -2,8 +2,10 @@ package handlers
 
 import (
 	"context"
+	"time"
 
 	"flightdeck/store"
+	"flightdeck/workflow/saga"
 
 	"flightdeck/workflow/task"
 )
@@ -32,6 +34,9 @@ func (h *Handler) loadTaskJSON(ctx context.Context, teamIDs []string, id string)
 		return taskJSON{}, err
 	}
 	out := toTaskJSON(t)
+	if t.Held, err = saga.Held(ctx, h.store, h.pipelines.Environments(), t, time.Now()); err != nil {
+		return taskJSON{}, err
+	}
 	if out.Steps, err = h.store.TaskSteps(ctx, teamIDs, id); err != nil {
 		return taskJSON{}, err
 	}

@@ -53,7 +53,9 @@ func (h *Handler) inboxItems(ctx context.Context, its []store.InboxItem) ([]page
 func (h *Handler) inboxItem(it store.InboxItem, now time.Time) (pages.InboxItem, *store.PreviousDeployQuery) {
 	v := pages.InboxItem{ID: it.ID, TaskID: it.TaskID, Title: it.Pipeline, Step: it.Step, Team: it.Team,
 		CreatedBy: it.CreatedBy, RequestedAt: it.RequestedAt, ExpiresAt: it.ExpiresAt,
-		ToolCall: it.Approval.Kind == string(task.ApprovalToolCall), Roles: it.Roles}
+		ToolCall: it.Approval.Kind == string(task.ApprovalToolCall), Roles: it.Roles,
+		Environment: it.Approval.Kind == string(task.ApprovalEnvironment), Required: it.Required, Approved: len(it.Decisions),
+		Changes: changeRows(it.Changes)}
 	pipelineName, params := it.Pipeline, it.Params
 	if v.ToolCall || it.Kind == string(task.KindAgent) {
 		v.Title = "Agent task"

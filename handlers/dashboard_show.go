@@ -69,6 +69,8 @@ func (h *Handler) loadDashboard(ctx context.Context, teamIDs []string) (pages.Da
 			p.Waiting += qc.Count
 		case task.StateNeedsAttention:
 			p.NeedsAttention += qc.Count
+		case task.StatePaused: // apart: a person holds these, not the queue
+			p.Paused += qc.Count
 		}
 	}
 	for _, w := range workers {

@@ -54,6 +54,9 @@ func decodeStrict(body []byte, dst any) error {
 	if key := duplicateKey(body); key != "" {
 		return &APIError{Status: http.StatusBadRequest, Code: "invalid", Message: "duplicate key " + key, Field: key}
 	}
+	if field, bad := invalidTextPath(body); bad {
+		return errInvalid(field, "%s must be UTF-8 text", fieldOrBody(field))
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -173,6 +176,58 @@ func foldKey(k string) string {
 		b.WriteRune(low)
 	}
 	return b.String()
+}
+
+// invalidTextPath returns the dotted path of the first string (a key or a
+// value) holding invalid UTF-8, and whether there is one. json.Valid lets
+// such bytes through and encoding/json quietly turns them into U+FFFD, so
+// what would be stored is not what the client sent.
+func invalidTextPath(body []byte) (string, bool) {
+	if utf8.Valid(body) {
+		return "", false
+	}
+	off := 0
+	for off < len(body) {
+		r, size := utf8.DecodeRune(body[off:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		off += size
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	path, _ := pathAt(dec, "", int64(off))
+	return path, true
+}
+
+// pathAt walks one value and returns the path of the token that spans
+// byte off of the input, if this value holds it. The body is valid JSON
+// with bounded depth (json.Valid), so the recursion is bounded.
+func pathAt(dec *json.Decoder, path string, off int64) (string, bool) {
+	tok, err := dec.Token()
+	if err != nil || dec.InputOffset() > off {
+		return path, true
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return "", false
+	}
+	for i := 0; dec.More(); i++ {
+		p := joinPath(path, strconv.Itoa(i))
+		if d == '{' {
+			kt, err := dec.Token()
+			k, _ := kt.(string)
+			p = joinPath(path, k)
+			if err != nil || dec.InputOffset() > off {
+				return p, true
+			}
+		}
+		if found, ok := pathAt(dec, p, off); ok {
+			return found, true
+		}
+	}
+	_, _ = dec.Token() // the closing delimiter
+	return "", false
 }
 
 func joinPath(a, b string) string {

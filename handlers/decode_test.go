@@ -84,6 +84,13 @@ func TestDecodeStrict(t *testing.T) {
 		{"MapKeysDifferingInCase", `{"params":{"app":"a","APP":"b"}}`, http.StatusBadRequest, "params.APP"},
 		{"KelvinSignFoldsToK", "{\"kind\":\"deploy\",\"\u212aind\":\"agent\"}", http.StatusBadRequest, "\u212aind"},
 		{"LongSFoldsToS", "{\"steps\":[],\"\u017fteps\":[]}", http.StatusBadRequest, "\u017fteps"},
+		// encoding/json would store U+FFFD where the client sent other bytes.
+		{"InvalidUTF8InAValue", "{\"params\":{\"app\":\"a\xff\xfeb\"}}", http.StatusUnprocessableEntity, "params.app"},
+		{"InvalidUTF8InAListItem", "{\"kind\":\"deploy\",\"events\":[\"ok\",\"\xc3\"]}", http.StatusUnprocessableEntity, "events.1"},
+		{"InvalidUTF8InAKey", "{\"params\":{\"a\xffb\":1}}", http.StatusUnprocessableEntity, "params.a\ufffdb"},
+		{"InvalidUTF8DeepInArrayItem", "{\"steps\":[{\"name\":\"a\"},{\"with\":{\"name\":\"\x80\"}}]}", http.StatusUnprocessableEntity, "steps.1.with.name"},
+		{"TruncatedRuneAtTheEnd", "{\"kind\":\"\xe2\x82\"}", http.StatusUnprocessableEntity, "kind"},
+		{"ValidUTF8IsFine", "{\"kind\":\"d\u00e9ploy \u2603\"}", 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,12 +16,19 @@ import (
 	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/task"
 )
 
 // envHistoryShown is how many completed deploys of each target the page lists.
 const envHistoryShown = 10
 
 func (h *Handler) environmentList(c echo.Context) error {
+	return h.renderEnvironments(c, http.StatusOK, "")
+}
+
+// renderEnvironments renders the environments page, with a refusal to
+// show (flash) when a form on it was refused.
+func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) error {
 	u := userOf(c)
 	filter := c.QueryParam("pipeline")
 	envs, err := h.store.EnvironmentList(c.Request().Context(), store.EnvironmentListParams{
@@ -37,11 +44,19 @@ func (h *Handler) environmentList(c echo.Context) error {
 	for _, hh := range health {
 		hosts[hh.TeamID+" "+hh.Host] = hh
 	}
-	p := pages.EnvironmentsProps{Pipeline: filter, CSRFToken: csrfToken(c)}
+	p := pages.EnvironmentsProps{Pipeline: filter, CSRFToken: csrfToken(c), Flash: flash,
+		CanFreeze: len(teamIDsAtLeast(u, auth.RoleAdmin)) > 0}
+	now := time.Now()
+	if err := h.envFreezes(c, &p, now); err != nil {
+		return err
+	}
 	for _, pl := range h.pipelines.All() {
 		p.Names = append(p.Names, pl.Name)
 	}
-	now := time.Now()
+	byKey := map[string]*store.Environment{}
+	for i := range envs {
+		byKey[envs[i].TeamID+"\x00"+envs[i].Pipeline+"\x00"+envs[i].TargetKey] = &envs[i]
+	}
 	for _, e := range envs {
 		if n := len(p.Pipelines); n == 0 || p.Pipelines[n-1].Name != e.Pipeline {
 			p.Pipelines = append(p.Pipelines, pages.EnvPipeline{Name: e.Pipeline})
@@ -70,9 +85,79 @@ func (h *Handler) environmentList(c echo.Context) error {
 				t.AppURL = h.localAppURL(hh.Host)
 			}
 		}
+		if pl != nil {
+			h.envProtection(c, u, pl, e, &t, p.Freezes, byKey)
+		}
 		group.Targets = append(group.Targets, t)
 	}
-	return h.render(c, http.StatusOK, "Environments", "environments", pages.Environments(p))
+	return h.render(c, status, "Environments", "environments", pages.Environments(p))
+}
+
+// envFreezes lists the freezes on the page.
+func (h *Handler) envFreezes(c echo.Context, p *pages.EnvironmentsProps, now time.Time) error {
+	fs, err := h.freezes(c, now)
+	if err != nil {
+		return err
+	}
+	u := userOf(c)
+	admin := map[string]bool{}
+	for _, id := range teamIDsAtLeast(u, auth.RoleAdmin) {
+		admin[id] = true
+	}
+	for _, f := range fs {
+		ef := pages.EnvFreeze{Environment: f.Environment, From: f.From, Until: f.Until, Reason: f.Reason, Source: f.Source,
+			Active: !f.From.After(now) && f.Until.After(now)}
+		if f.ID != nil {
+			ef.ID = *f.ID
+			ef.CanEnd, ef.TeamID = admin[f.teamID], f.teamID
+		}
+		p.Freezes = append(p.Freezes, ef)
+	}
+	return nil
+}
+
+// envProtection fills in a target's environment: whether it is frozen
+// now and, when its environment promotes somewhere and the viewer may
+// deploy, the "Promote to …" offer with what it changes there.
+func (h *Handler) envProtection(c echo.Context, u *auth.User, pl *pipeline.Pipeline, e store.Environment, t *pages.EnvTarget,
+	freezes []pages.EnvFreeze, byKey map[string]*store.Environment) {
+	var target map[string]any
+	if json.Unmarshal([]byte(e.TargetKey), &target) != nil {
+		return
+	}
+	t.Environment = pl.EnvironmentOf(target)
+	if t.Environment == "" {
+		return
+	}
+	for i, f := range freezes {
+		if f.Active && f.Environment == t.Environment && (f.TeamID == "" || f.TeamID == e.TeamID) && (t.Frozen == nil || f.Until.After(t.Frozen.Until)) {
+			t.Frozen = &freezes[i]
+		}
+	}
+	rule := h.pipelines.Environments().Get(t.Environment)
+	if rule == nil || rule.PromoteTo == "" || e.Current == nil || !t.CanDeploy {
+		return
+	}
+	pr := &pages.EnvPromotion{To: rule.PromoteTo, Pipeline: pl.Name, From: t.Environment, Team: e.Team, Target: map[string]string{},
+		Override: u.RoleIn(e.TeamID).AtLeast(auth.RoleAdmin)}
+	envParam := pl.EnvironmentParam()
+	for k, v := range target {
+		if k != envParam {
+			pr.Target[k] = fmt.Sprint(v)
+		}
+	}
+	var to map[string]any
+	_ = json.Unmarshal(e.Current.Params, &to)
+	to[envParam] = rule.PromoteTo
+	toTarget := maps.Clone(target)
+	toTarget[envParam] = rule.PromoteTo
+	var from map[string]any
+	if there := byKey[e.TeamID+"\x00"+pl.Name+"\x00"+pl.TargetKey(toTarget)]; there != nil && there.Current != nil {
+		_ = json.Unmarshal(there.Current.Params, &from)
+	}
+	d := task.DiffParams(from, to)
+	pr.Changes = changeRows(&d)
+	t.Promote = pr
 }
 
 // previousIsOlder reports whether the target's previous deploy is an older

@@ -22,15 +22,14 @@ func (h *Handler) loginSubmit(c echo.Context) error {
 	next := safeNext(c.FormValue("next"))
 
 	addr := clientAddress(c)
-	if wait, throttled := h.loginThrottled(email, addr); throttled {
-		secs := max(1, int(wait.Seconds()+0.999))
-		requestLogger(c, h.logger).Warn("Login throttled", "email", email, "address", addr)
-		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-		return h.render(c, http.StatusTooManyRequests, "Sign in", "", pages.Login(pages.LoginProps{
-			Email: email, CSRFToken: csrfToken(c), Next: next, SSO: h.sso != nil,
-			Error: fmt.Sprintf("Too many failed sign-ins. Try again in %s.", retryText(secs)),
-		}))
+	// A throttled account is refused before its password is looked at. A
+	// throttled address still lets a correct password through (everyone
+	// behind one NAT is not locked out by one guesser there); its failures
+	// keep being refused as throttled and still count against the account.
+	if ok, wait := h.loginAccount.Peek(email); !ok {
+		return h.loginRefused(c, email, addr, next, wait)
 	}
+	addrOK, addrWait := h.loginAddress.Peek(addr)
 
 	u, hash, err := h.store.UserGetByEmail(ctx, email)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -41,6 +40,9 @@ func (h *Handler) loginSubmit(c echo.Context) error {
 	}
 	if u == nil || !auth.CheckPassword(hash, password) {
 		h.loginAccount.Allow(email)
+		if !addrOK {
+			return h.loginRefused(c, email, addr, next, addrWait)
+		}
 		h.loginAddress.Allow(addr)
 		requestLogger(c, h.logger).Warn("Login failed", "email", email, "address", addr)
 		return h.render(c, http.StatusUnauthorized, "Sign in", "", pages.Login(pages.LoginProps{
@@ -66,14 +68,17 @@ func (h *Handler) startSession(c echo.Context, userID string) error {
 	return nil
 }
 
-// loginThrottled: too many failed logins for this account or from this
-// address (contract section 8), and how long until the next try. Only
-// failures spend the allowance, so a person who types the right password
-// is never held up by their own successes.
-func (h *Handler) loginThrottled(email, addr string) (time.Duration, bool) {
-	okAccount, waitAccount := h.loginAccount.Peek(email)
-	okAddress, waitAddress := h.loginAddress.Peek(addr)
-	return max(waitAccount, waitAddress), !okAccount || !okAddress
+// loginRefused answers a throttled sign-in (contract section 8): 429 with
+// Retry-After. Only failures spend the allowances, so a person who types
+// the right password is never held up by their own successes.
+func (h *Handler) loginRefused(c echo.Context, email, addr, next string, wait time.Duration) error {
+	secs := max(1, int(wait.Seconds()+0.999))
+	requestLogger(c, h.logger).Warn("Login throttled", "email", email, "address", addr)
+	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	return h.render(c, http.StatusTooManyRequests, "Sign in", "", pages.Login(pages.LoginProps{
+		Email: email, CSRFToken: csrfToken(c), Next: next, SSO: h.sso != nil,
+		Error: fmt.Sprintf("Too many failed sign-ins. Try again in %s.", retryText(secs)),
+	}))
 }
 
 // clientAddress keys per-address limits: the connection's peer (never a

@@ -12,9 +12,9 @@ import (
 )
 
 // TestLoginThrottle: failed password logins are throttled per account and
-// per client address (429 with Retry-After); while throttled even the right
-// password is refused, successes cost nothing, and X-Forwarded-For does not
-// make a new address.
+// per client address (429 with Retry-After); a throttled account refuses
+// even the right password, a throttled address only failures; successes
+// cost nothing, and X-Forwarded-For does not make a new address.
 func TestLoginThrottle(t *testing.T) {
 	t.Parallel()
 	b := setupWith(t, func(c *configT) {
@@ -53,9 +53,25 @@ func TestLoginThrottle(t *testing.T) {
 		res, _ = attempt("nobody@acme.test", "wrong-password", map[string]string{"X-Forwarded-For": "203.0.113.9"})
 		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
 	}
-	res, _ = attempt("bob@rival.test", testPassword, map[string]string{"X-Forwarded-For": "198.51.100.7"})
+	res, _ = attempt("nobody@acme.test", "wrong-password", map[string]string{"X-Forwarded-For": "198.51.100.7"})
 	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "five failures from this address (a forwarded-for header does not change it)")
 	require.NotEmpty(t, res.Header.Get("Retry-After"))
+
+	// Everyone behind one NAT shares the address: its throttle refuses
+	// failures, not a right password for an account that is not itself
+	// throttled. Before, bob was locked out here too.
+	res, _ = attempt("bob@rival.test", testPassword, map[string]string{"X-Forwarded-For": "198.51.100.7"})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, "a right password gets through the address's throttle")
+	res, _ = attempt("bob@rival.test", "wrong-password", nil)
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "a wrong one is refused as throttled")
+	res, _ = attempt("alice@acme.test", testPassword, nil)
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "a throttled account stays throttled")
+	for range 2 {
+		res, _ = attempt("bob@rival.test", "wrong-password", nil)
+		require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
+	}
+	res, _ = attempt("bob@rival.test", testPassword, nil)
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "failures refused by the address's throttle still count against the account")
 }
 
 // TestSessionCookieSecureBehindATLSProxy: behind a proxy that ends TLS the

@@ -23,6 +23,36 @@ func newRequestID() string {
 	return hex.EncodeToString(b)
 }
 
+// assignRequestID gives each request one id: the client's X-Request-Id when
+// it is a plain token (at most 64 of A-Z a-z 0-9 . _ -), else a new one.
+// A client's id goes into logs and the error page, so anything else
+// (newlines, markup, megabytes) is replaced, never kept beside ours. The
+// request carries the same id on, to a proxied local app too.
+func assignRequestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rid := c.Request().Header.Get(echo.HeaderXRequestID)
+		if !safeRequestID(rid) {
+			rid = newRequestID()
+		}
+		c.Request().Header.Set(echo.HeaderXRequestID, rid)
+		c.Response().Header().Set(echo.HeaderXRequestID, rid)
+		return next(c)
+	}
+}
+
+func safeRequestID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 func requestID(c echo.Context) string {
 	return c.Response().Header().Get(echo.HeaderXRequestID)
 }

@@ -203,3 +203,39 @@ func TestRequestAbandonedByTheClient(t *testing.T) {
 	require.Contains(t, string(metrics), `flightdeck_http_requests_total{code="499",method="GET",route="/test/wait"} 1`)
 	require.NotRegexp(t, `flightdeck_http_requests_total\{code="5\d\d",method="GET",route="/test/wait"\}`, string(metrics))
 }
+
+// A client's X-Request-Id is kept only when it is a plain token; anything
+// else is replaced by one of ours, never sent back or logged beside it.
+// Before, any value was echoed (and logged and shown on error pages).
+func TestClientRequestIDOnlyWhenSafe(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.browser(t)
+	b.login(t, c, "alice@acme.test", testPassword)
+	ours := func(t *testing.T, id string) {
+		require.Regexp(t, `^[0-9a-f]{16}$`, id)
+	}
+	for _, tc := range []struct{ sent, want string }{
+		{"abc-123_X.y", "abc-123_X.y"},
+		{strings.Repeat("a", 64), strings.Repeat("a", 64)},
+		{strings.Repeat("a", 65), ""},
+		{"<script>alert(1)</script>", ""},
+		{"a b", ""},
+		{"a/../b", ""},
+		{"caf\u00e9", ""},
+		{"", ""},
+	} {
+		res, body := b.get(t, c, "/no-such-page", map[string]string{"X-Request-Id": tc.sent, "Accept": "text/html"})
+		got := res.Header.Values("X-Request-Id")
+		require.Len(t, got, 1, "one id, never both: %q", tc.sent)
+		if tc.want != "" {
+			require.Equal(t, tc.want, got[0])
+		} else {
+			ours(t, got[0])
+			if tc.sent != "" {
+				require.NotContains(t, body, tc.sent, "the error page shows our id")
+			}
+		}
+		require.Contains(t, body, got[0], "the error page shows the id")
+	}
+}

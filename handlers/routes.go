@@ -20,7 +20,7 @@ func New(d Deps) *echo.Echo {
 	// client-supplied X-Forwarded-For is not trusted.
 	e.IPExtractor = echo.ExtractIPDirect()
 
-	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{Generator: newRequestID}))
+	e.Use(assignRequestID)
 	e.Use(traceRequests) // a span per request when tracing is on
 	e.Use(h.observe)     // request logger + metrics
 	e.Use(h.recoverPanic)
@@ -66,6 +66,10 @@ func New(d Deps) *echo.Echo {
 	app.GET("/dashboard", h.dashboardShow)
 	app.GET("/pipelines", h.pipelineList)
 	app.GET("/environments", h.environmentList)
+	app.POST("/environments/promote", h.environmentPromote)
+	app.POST("/freezes", h.freezeCreate)
+	app.POST("/freezes/:id/end", h.freezeEnd)
+	app.GET("/audit", h.auditList)
 	app.GET("/webhooks", h.webhookList)
 	app.POST("/webhooks", h.webhookCreate)
 	app.GET("/webhooks/:id", h.webhookShow)
@@ -80,6 +84,8 @@ func New(d Deps) *echo.Echo {
 	api.GET("/tasks/:id", h.apiTaskGet)
 	api.PATCH("/tasks/:id", h.apiTaskUpdate)
 	api.POST("/tasks/:id/cancel", h.apiTaskCancel)
+	api.POST("/tasks/:id/pause", h.apiTaskPause)
+	api.POST("/tasks/:id/resume", h.apiTaskResume)
 	api.GET("/tasks/:id/events", h.apiTaskEvents)
 	api.POST("/tasks/:id/resolve", h.apiTaskResolve)
 	api.POST("/tasks/:id/rerun", h.apiTaskRerun)
@@ -89,6 +95,11 @@ func New(d Deps) *echo.Echo {
 	api.POST("/tasks/:id/explain", h.apiTaskExplain)
 	api.GET("/pipelines", h.apiPipelineList)
 	api.GET("/environments", h.apiEnvironmentList)
+	api.POST("/environments/promote", h.apiEnvironmentPromote)
+	api.POST("/freezes", h.apiFreezeCreate)
+	api.GET("/freezes", h.apiFreezeList)
+	api.DELETE("/freezes/:id", h.apiFreezeDelete)
+	api.GET("/audit", h.apiAuditList)
 	api.GET("/artifacts/:id", h.apiArtifactGet)
 	api.GET("/artifacts/:id/meta", h.apiArtifactMeta)
 	api.POST("/webhooks", h.apiWebhookCreate)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -24,7 +25,7 @@ func (h *Handler) taskCreate(c echo.Context) error {
 	if !ok {
 		return errInvalid("pipeline", "unknown pipeline")
 	}
-	values := map[string]string{"priority": c.FormValue("priority")}
+	values := map[string]string{"priority": c.FormValue("priority"), "run_at": c.FormValue("run_at")}
 	params := map[string]any{}
 	fieldErrs := map[string]string{}
 	for _, prm := range p.Params {
@@ -77,10 +78,25 @@ func (h *Handler) taskCreate(c echo.Context) error {
 	if err != nil {
 		return rerender(http.StatusUnprocessableEntity, err.Error())
 	}
-	in := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, Priority: prio, MaxAttempts: 5, MaxPending: h.cfg.MaxPending,
+	in := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, Priority: prio, MaxAttempts: task.MaxAttemptsDefault, MaxPending: h.cfg.MaxPending,
 		Traceparent: tracing.Traceparent(c.Request().Context())}
 	if err := saga.NewDeploy(&in, p, validated, team.Team); err != nil {
 		return rerender(http.StatusUnprocessableEntity, err.Error())
+	}
+	o := saga.Protection{Override: strings.TrimSpace(c.FormValue("override_reason"))}
+	if v := c.FormValue("run_at"); v != "" {
+		at, err := time.ParseInLocation("2006-01-02T15:04", v, time.UTC)
+		if err != nil {
+			return rerender(http.StatusUnprocessableEntity, "Run at must be a date and time (UTC).")
+		}
+		o.RunAt = &at
+	}
+	if err := h.protect(c.Request().Context(), u, team.TeamID, &in, p, validated, o); err != nil {
+		ae := toAPIError(err)
+		if ae.Status >= 500 {
+			return err
+		}
+		return rerender(ae.Status, ae.Message)
 	}
 	t, _, err := h.store.TaskInsert(c.Request().Context(), in)
 	if errors.Is(err, store.ErrQueueFull) {

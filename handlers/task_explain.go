@@ -81,7 +81,7 @@ func (h *Handler) explainFailure(c echo.Context, id string) (*task.Task, error) 
 	}
 	req := taskCreateRequest{Kind: string(task.KindAgent), Prompt: prompt}
 	p := store.TaskInsertParams{TeamID: t.TeamID, CreatedByID: u.ID, MaxPending: h.cfg.MaxPending, Traceparent: tracing.Traceparent(ctx)}
-	if err := h.validateTaskCreate(ctx, &req, t.Team, &p); err != nil {
+	if err := h.validateTaskCreate(ctx, u, &req, t.Team, &p); err != nil {
 		return nil, err
 	}
 	nt, _, err := h.store.TaskInsert(ctx, p)

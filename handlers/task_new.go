@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"flightdeck/internal/auth"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/pipeline"
 )
@@ -55,6 +56,9 @@ func (h *Handler) taskNewProps(c echo.Context, p *pipeline.Pipeline, values map[
 	if v := values["priority"]; v != "" {
 		props.Priority = v
 	}
+	props.RunAt = values["run_at"]
+	props.CanOverride = len(teamIDsAtLeast(userOf(c), auth.RoleAdmin)) > 0
+	props.Rules = ruleNotes(p, h.pipelines.Environments())
 	return props
 }
 

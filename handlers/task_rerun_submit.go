@@ -44,7 +44,7 @@ func (h *Handler) rerun(ctx context.Context, u *auth.User, id, idemKey string) (
 	}
 	switch src.Kind {
 	case task.KindDeploy:
-		err = h.rerunDeploy(ctx, src, &p)
+		err = h.rerunDeploy(ctx, u, src, &p)
 	case task.KindAgent:
 		err = h.rerunAgent(src, &p)
 	default:
@@ -59,7 +59,7 @@ func (h *Handler) rerun(ctx context.Context, u *auth.User, id, idemKey string) (
 
 // rerunDeploy validates the deploy's params, secrets put back, against
 // the pipeline as it is now.
-func (h *Handler) rerunDeploy(ctx context.Context, src *task.Task, p *store.TaskInsertParams) error {
+func (h *Handler) rerunDeploy(ctx context.Context, u *auth.User, src *task.Task, p *store.TaskInsertParams) error {
 	pl, ok := h.pipelines.Get(src.Pipeline)
 	if !ok {
 		return errInvalid("pipeline", "pipeline %q no longer exists, so task %s cannot be re-run", src.Pipeline, src.ID)
@@ -83,7 +83,7 @@ func (h *Handler) rerunDeploy(ctx context.Context, src *task.Task, p *store.Task
 	if err := saga.NewDeploy(p, pl, validated, src.Team); err != nil {
 		return errInvalid("params", "%v", err)
 	}
-	return nil
+	return h.protect(ctx, u, src.TeamID, p, pl, validated, saga.Protection{})
 }
 
 // rerunAgent checks the agent task's budgets against today's ceilings.

@@ -45,6 +45,7 @@ type stepTrack struct {
 // laneTrack is one log of a step and the retry it waits out.
 type laneTrack struct {
 	lines    []components.LogLine
+	count    int // lines so far: the next one's number less one
 	earlier  int // lines dropped from the front (still in the artifact)
 	artifact string
 	retry    *retryWait
@@ -91,7 +92,8 @@ func (m *runModel) fold(events []task.Event, upTo int) {
 		at := e.Time
 		switch e.Type {
 		case task.EventStepLog:
-			lane.lines = append(lane.lines, components.LogLine{Seq: e.Seq, Text: e.Message})
+			lane.count++
+			lane.lines = append(lane.lines, components.LogLine{Seq: e.Seq, N: lane.count, Time: e.Time, Text: e.Message})
 			if n := len(lane.lines); n > 2*logLinesShown {
 				lane.earlier += n - logLinesShown
 				lane.lines = append([]components.LogLine(nil), lane.lines[n-logLinesShown:]...)
@@ -105,7 +107,7 @@ func (m *runModel) fold(events []task.Event, upTo int) {
 			}
 		case task.EventStepCompensating:
 			if st.compSeq == 0 {
-				st.compSeq, st.compStart = e.Seq, &at
+				st.compSeq, st.compStart = e.Seq, undoStart(e.Data, at)
 			}
 			st.comp.retry = nil
 		case task.EventStepCompensated:
@@ -166,6 +168,18 @@ func parseRetry(data json.RawMessage) *retryWait {
 		return nil // an event written before retries said when
 	}
 	return &retryWait{at: at, next: d.Next, max: d.Max}
+}
+
+// undoStart is when an undo started: as its worker said (data.started_at),
+// else the time of its event's write.
+func undoStart(data json.RawMessage, at time.Time) *time.Time {
+	var d struct {
+		StartedAt time.Time `json:"started_at"`
+	}
+	if json.Unmarshal(data, &d) == nil && !d.StartedAt.IsZero() {
+		return &d.StartedAt
+	}
+	return &at
 }
 
 // failed is the index of the step whose failure ended the run, 0 for none.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"flightdeck/store"
 	"flightdeck/views/components"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/task"
@@ -94,4 +95,74 @@ func TestTaskPushAppends(t *testing.T) {
 
 	whole := string(newTaskPushAfter("", "", "").frame(p))
 	require.Contains(t, whole, `id="task-events"`, "a page that says nothing gets every section")
+}
+
+// TestRunModelNumbersLines: a step's lines are numbered from 1 across its
+// attempts, its undo's log from 1 on its own, and an undo starts when its
+// worker said (data.started_at), not when its event was written.
+func TestRunModelNumbersLines(t *testing.T) {
+	t.Parallel()
+	m := newRunModel()
+	m.fold([]task.Event{
+		ev(1, task.EventStepStarted, task.StatusToolCall, 1, "", ""),
+		ev(2, task.EventStepLog, task.StatusLog, 1, "one", ""),
+		ev(3, task.EventStepLog, task.StatusLog, 1, "two", ""),
+		ev(4, task.EventStepStarted, task.StatusToolCall, 1, "", ""),
+		ev(5, task.EventStepLog, task.StatusLog, 1, "three", ""),
+		ev(6, task.EventStepCompensating, task.StatusCompensating, 1, "", `{"try":1,"started_at":"2030-01-02T03:04:05.5Z"}`),
+		ev(7, task.EventStepLog, task.StatusLog, 1, "undo one", ""),
+	}, 7)
+	var ns []int
+	for _, l := range m.track(1).fwd.lines {
+		ns = append(ns, l.N)
+	}
+	require.Equal(t, []int{1, 2, 3}, ns)
+	require.Equal(t, 1, m.track(1).comp.lines[0].N)
+	require.Equal(t, time.Unix(5, 0), m.track(1).fwd.lines[2].Time)
+	require.Equal(t, time.Date(2030, 1, 2, 3, 4, 5, 5e8, time.UTC), m.track(1).compStart.UTC())
+}
+
+// TestGanttAxisLegendBands: the timeline places bars by the steps' times,
+// draws a step completed then undone and its undo in colours of their
+// own, an approval wait as a band, marks an axis and names in its legend
+// the colours it uses.
+func TestGanttAxisLegendBands(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
+	at := func(s float64) *time.Time { v := t0.Add(time.Duration(s * float64(time.Second))); return &v }
+	tk := &task.Task{StartedAt: at(0), FinishedAt: at(20)}
+	stages := []components.StageView{{Steps: []components.StepView{
+		{Name: "dns", Lane: "step", State: "compensated", Key: "compensated", StartedAt: at(0), FinishedAt: at(2)},
+		{Name: "deploy", Lane: "step", State: "failed", Key: "failed", StartedAt: at(12), FinishedAt: at(15)},
+		{Name: "monitor", Lane: "step", State: "pending", Key: "pending"},
+	}}}
+	undo := []components.StepView{{Name: "dns", Lane: "comp", State: "compensated", Key: "compensated", StartedAt: at(15), FinishedAt: at(20)}}
+	decided, by := at(12), "boss@acme.test"
+	aps := []store.Approval{{Step: "deploy", State: task.ApprovalApproved, RequestedAt: *at(2), DecidedAt: decided, DecidedBy: &by, ExpiresAt: *at(3600)}}
+	g := gantt(tk, stages, undo, aps, t0.Add(time.Hour))
+	require.Len(t, g.Rows, 3, "a step that never started has no bar")
+	require.Equal(t, "undone", g.Rows[0].Key)
+	require.Equal(t, "failed", g.Rows[1].Key)
+	require.InDelta(t, 60, g.Rows[1].Left, 1e-9)
+	require.InDelta(t, 15, g.Rows[1].Width, 1e-9)
+	require.Equal(t, "undo", g.Rows[2].Key)
+	require.Len(t, g.Bands, 1)
+	require.InDelta(t, 10, g.Bands[0].Left, 1e-9)
+	require.InDelta(t, 50, g.Bands[0].Width, 1e-9)
+	require.Contains(t, g.Bands[0].Title, "approved by boss@acme.test")
+	var ticks, legend []string
+	for _, tk := range g.Ticks {
+		ticks = append(ticks, tk.Label)
+	}
+	for _, l := range g.Legend {
+		legend = append(legend, l.Class)
+	}
+	require.Equal(t, []string{"0", "5 s", "10 s", "15 s", "20 s"}, ticks)
+	require.Equal(t, []string{"failed", "undone", "undo", "approval"}, legend)
+
+	// Still running: the run's end is open, for the page to tick.
+	tk.FinishedAt = nil
+	g = gantt(tk, stages, undo, nil, t0.Add(40*time.Second))
+	require.Nil(t, g.End)
+	require.Equal(t, "40 s", g.Span)
 }

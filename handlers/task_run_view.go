@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"flightdeck/store"
@@ -73,16 +74,52 @@ func (h *Handler) runView(ctx context.Context, p *pages.TaskShowProps, t *task.T
 		}
 	}
 	p.Undo, p.UndoSig = undoLane(t, rows, plan, m, now)
-	if f := m.failed(); f > 0 {
-		if r, ok := byIdx[f]; ok {
+	// A failed step waiting for a decision shows in its decision card
+	// (TaskControl); one retried to success or skipped since did not end
+	// the run.
+	if f := m.failed(); f > 0 && t.FailedStep == nil {
+		if r, ok := byIdx[f]; ok && r.State != task.StepCompleted && r.State != task.StepSkipped {
 			v := forwardView(r, plan[f], m.track(f), false, now)
 			v.Lane, v.Open = "fail", true
 			v.State, v.Display, v.Key = string(task.StepFailed), string(task.StepFailed), string(task.StepFailed)
 			p.Failure = &v
 		}
 	}
-	p.Gantt = gantt(t, p.Stages, p.Undo, now)
+	// The header's progress before the first step's event has said how
+	// many steps there are: the plan says it.
+	if n := len(plan); p.Task.Progress.TotalStep == 0 && n > 0 {
+		done := 0
+		for _, r := range rows {
+			if r.State == task.StepCompleted {
+				done++
+			}
+		}
+		p.Task.Progress = task.Progress{Step: done, TotalStep: n, Percent: 100 * done / n}
+	}
+	// The task's error is shown once, in the header: the failing step's
+	// head and the failure's card do not repeat what it already says.
+	if p.Task.Error != "" {
+		for i := range p.Stages {
+			for j := range p.Stages[i].Steps {
+				said(&p.Stages[i].Steps[j], p.Task.Error)
+			}
+		}
+		for i := range p.Undo {
+			said(&p.Undo[i], p.Task.Error)
+		}
+		if p.Failure != nil {
+			said(p.Failure, p.Task.Error)
+		}
+	}
+	p.Gantt = gantt(t, p.Stages, p.Undo, aps, now)
 	return nil
+}
+
+// said marks a step's error as one the task's error already says.
+func said(v *components.StepView, taskErr string) {
+	if v.Error != "" && strings.Contains(taskErr, v.Error) {
+		v.ErrorShown = true
+	}
 }
 
 // plannedStage is a stage of the plan as the page names it.
@@ -190,7 +227,17 @@ func retrying(v *components.StepView, w *retryWait, now time.Time) {
 	}
 }
 
+// displayState is what a step's badge says: its state in words, undo
+// states as what they did ("undone", not "compensated").
 func displayState(s string) string {
+	switch task.StepState(s) {
+	case task.StepCompensating:
+		return "undoing"
+	case task.StepCompensated:
+		return "undone"
+	case task.StepCompensationFailed:
+		return "undo failed"
+	}
 	b := []byte(s)
 	for i, c := range b {
 		if c == '_' {
@@ -243,7 +290,8 @@ func undoLane(t *task.Task, rows []store.StepRow, plan map[int]pipeline.PlannedS
 			v.MaxAttempts = cmp.Or(c.Retries, pipeline.CompensationRetriesDefault) + 1
 		}
 		if state != task.StepCompensating {
-			v.FinishedAt = st.compEnd
+			// the worker's time of the end, as stored with the row
+			v.FinishedAt = cmp.Or(r.CompensatedAt, st.compEnd)
 		}
 		if state == task.StepCompensationFailed && r.Error != nil {
 			v.Error = *r.Error
@@ -288,8 +336,10 @@ func (h *Handler) deployView(ctx context.Context, t *task.Task, pl *pipeline.Pip
 	return d, nil
 }
 
-// gantt places each step that ran and each undo on the run's time line.
-func gantt(t *task.Task, stages []components.StageView, undo []components.StepView, now time.Time) components.GanttView {
+// gantt places each step that ran, each undo and each wait for a
+// person on the run's time line, with an axis and a legend of the
+// colours it uses.
+func gantt(t *task.Task, stages []components.StageView, undo []components.StepView, aps []store.Approval, now time.Time) components.GanttView {
 	var g components.GanttView
 	start := t.StartedAt
 	if start == nil {
@@ -299,8 +349,17 @@ func gantt(t *task.Task, stages []components.StageView, undo []components.StepVi
 	if t.FinishedAt != nil {
 		end = *t.FinishedAt
 	}
+	g.Start, g.End = start, t.FinishedAt
 	span := max(end.Sub(*start), time.Millisecond)
 	g.Span = components.Duration(end.Sub(*start))
+	place := func(from time.Time, to time.Time) (left, width float64) {
+		left = 100 * float64(from.Sub(*start)) / float64(span)
+		width = 100 * float64(to.Sub(from)) / float64(span)
+		left = min(max(left, 0), 99.5)
+		width = min(max(width, 0.5), 100-left)
+		return left, width
+	}
+	seen := map[string]bool{}
 	bar := func(s components.StepView) {
 		if s.StartedAt == nil {
 			return
@@ -309,12 +368,15 @@ func gantt(t *task.Task, stages []components.StageView, undo []components.StepVi
 		if s.FinishedAt != nil {
 			stop = *s.FinishedAt
 		}
-		left := 100 * float64(s.StartedAt.Sub(*start)) / float64(span)
-		width := 100 * float64(stop.Sub(*s.StartedAt)) / float64(span)
-		left = min(max(left, 0), 99.5)
-		width = min(max(width, 0.5), 100-left)
-		g.Rows = append(g.Rows, components.GanttRow{Label: s.Name, Lane: s.Lane, Key: s.Key, Left: left, Width: width,
-			Title: fmt.Sprintf("%s: %s, %s", s.Name, s.Display, components.Duration(stop.Sub(*s.StartedAt)))})
+		key := barKey(s)
+		seen[key] = true
+		r := components.GanttRow{Label: s.Name, Lane: s.Lane, Key: key, Start: s.StartedAt, End: s.FinishedAt,
+			Title: fmt.Sprintf("%s: %s, %s", s.Name, s.Display, components.Duration(stop.Sub(*s.StartedAt)))}
+		if s.Lane == "comp" {
+			r.Title = "undo of " + r.Title
+		}
+		r.Left, r.Width = place(*s.StartedAt, stop)
+		g.Rows = append(g.Rows, r)
 	}
 	for _, st := range stages {
 		for _, s := range st.Steps {
@@ -324,7 +386,68 @@ func gantt(t *task.Task, stages []components.StageView, undo []components.StepVi
 	for _, s := range undo {
 		bar(s)
 	}
+	for _, a := range aps {
+		b := components.GanttBand{Start: &a.RequestedAt, End: a.DecidedAt}
+		stop := end
+		switch {
+		case a.DecidedAt != nil:
+			stop = *a.DecidedAt
+		case a.State != task.ApprovalPending:
+			stop = end // ended with the task, or expired
+			if a.ExpiresAt.Before(end) {
+				stop = a.ExpiresAt
+			}
+			b.End = &stop
+		}
+		if stop.Before(*start) {
+			continue
+		}
+		from := a.RequestedAt
+		if from.Before(*start) {
+			from = *start
+		}
+		b.Left, b.Width = place(from, stop)
+		b.Title = fmt.Sprintf("waited %s for approval of %s", components.Duration(stop.Sub(a.RequestedAt)), a.Step)
+		if a.DecidedBy != nil {
+			b.Title += fmt.Sprintf(" (%s by %s)", a.State, *a.DecidedBy)
+		}
+		g.Bands = append(g.Bands, b)
+	}
+	g.Ticks = components.Ticks(span)
+	for _, l := range ganttLegend {
+		if seen[l.Class] || l.Class == "approval" && len(g.Bands) > 0 {
+			g.Legend = append(g.Legend, l)
+		}
+	}
 	return g
+}
+
+// ganttLegend names the timeline's colours, in the order the legend
+// lists those a run uses.
+var ganttLegend = []components.LegendItem{
+	{Class: "completed", Label: "completed"}, {Class: "running", Label: "running"}, {Class: "retrying", Label: "waiting to retry"},
+	{Class: "failed", Label: "failed"}, {Class: "cancelled", Label: "stopped"}, {Class: "undone", Label: "completed, then undone"},
+	{Class: "undo", Label: "undo"}, {Class: "undo_failed", Label: "undo failed"}, {Class: "approval", Label: "waiting for approval"},
+}
+
+// barKey is a bar's colour: what the step did, its undo drawn apart.
+func barKey(s components.StepView) string {
+	if s.Lane == "comp" {
+		if s.State == string(task.StepCompensationFailed) {
+			return "undo_failed"
+		}
+		return "undo"
+	}
+	switch task.StepState(s.State) {
+	case task.StepCompensating, task.StepCompensated, task.StepCompensationFailed:
+		return "undone"
+	case task.StepSkipped, task.StepCancelled:
+		return "cancelled"
+	}
+	if s.Key == "retrying" {
+		return "retrying"
+	}
+	return s.State
 }
 
 // rawEvents is the raw event log, newest first: the newest events that

@@ -106,6 +106,8 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 		m.fold(events, t.LastSeq)
 	}
 
+	p.Control = controlView(t, u, role, m)
+
 	steps, err := h.store.StepList(ctx, t.ID)
 	if err != nil {
 		return p, err
@@ -114,8 +116,12 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 	if err != nil {
 		return p, err
 	}
+	if p.Notes, err = h.protectionNotes(ctx, t); err != nil {
+		return p, err
+	}
 	for _, a := range aps {
-		v := pages.ApprovalView{ID: a.ID, Step: a.Step, State: string(a.State), RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt}
+		v := pages.ApprovalView{ID: a.ID, Step: a.Step, State: string(a.State), RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt,
+			ToolCall: a.Kind == string(task.ApprovalToolCall), Roles: a.Roles}
 		if a.DecidedBy != nil {
 			v.DecidedBy = *a.DecidedBy
 		}
@@ -125,7 +131,20 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 		if a.Kind == "tool_call" {
 			v.Detail = indentJSON(a.Detail)
 		}
+		v.Environment, v.Required, v.Changes = a.Kind == string(task.ApprovalEnvironment), a.Required, changeRows(a.Changes)
+		for _, d := range a.Decisions {
+			line := d.By + " " + d.Decision + "d"
+			if d.Comment != "" {
+				line += ": " + d.Comment
+			}
+			v.Decisions = append(v.Decisions, line)
+		}
 		ok, why := task.MayDecide(task.ApprovalKind(a.Kind), a.Roles, t.CreatedByID, u.ID, string(role))
+		for _, d := range a.Decisions {
+			if ok && d.By == u.Email {
+				ok, why = false, "you decided already; another reviewer decides next"
+			}
+		}
 		v.CanDecide = ok
 		if !ok {
 			v.WhyNot = strings.ToUpper(why[:1]) + why[1:] + "."

@@ -27,6 +27,7 @@ type wsMessage struct {
 	Comment    string `json:"comment,omitempty"`
 	Text       string `json:"text,omitempty"`
 	Priority   string `json:"priority,omitempty"`
+	Action     string `json:"action,omitempty"` // resume: continue, retry, skip or rollback
 }
 
 type wsOut struct {
@@ -156,6 +157,10 @@ func (s *wsSession) handle(raw []byte) {
 		s.mu.Unlock()
 	case "cancel":
 		_, err = s.h.cancelTask(s.c, m.TaskID)
+	case "pause":
+		_, err = s.h.pauseTask(s.c, m.TaskID)
+	case "resume":
+		_, err = s.h.resumeTask(s.c, m.TaskID, resumeRequest{Action: m.Action, Comment: m.Comment})
 	case "approve", "reject":
 		_, err = s.h.decideApproval(s.c, m.TaskID, m.ApprovalID, m.Type == "approve", m.Comment)
 	case "set_priority":

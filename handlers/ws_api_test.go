@@ -183,6 +183,35 @@ func TestWebSocketAuthAndOrigin(t *testing.T) {
 	require.NoError(t, err, "same origin is fine")
 }
 
+// A socket signed in by session cookie must send Origin (browsers always
+// do), else its origin cannot be checked; a bearer token needs none.
+// Before, the cookie without Origin was accepted.
+func TestWebSocketCookieNeedsOrigin(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.browser(t)
+	b.login(t, c, "alice@acme.test", testPassword)
+	id := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil).body["id"].(string)
+	dial := func(path string, header http.Header) (*http.Response, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		conn, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.srv.URL, "http")+path, &websocket.DialOptions{HTTPClient: c, HTTPHeader: header})
+		if err == nil {
+			_ = conn.CloseNow()
+		}
+		return res, err
+	}
+	for _, path := range []string{"/api/v1/ws", "/tasks/ws", "/dashboard/ws", "/tasks/" + id + "/ws"} {
+		res, err := dial(path, nil)
+		require.Error(t, err, path)
+		require.Equal(t, http.StatusForbidden, res.StatusCode, "%s: a session cookie without Origin", path)
+		_, err = dial(path, http.Header{"Origin": {b.srv.URL}})
+		require.NoError(t, err, "%s: the same cookie with its own origin", path)
+	}
+	_, _, err := b.dialWS(t, b.aliceToken, nil)
+	require.NoError(t, err, "a bearer token without Origin (CLI, scripts)")
+}
+
 func TestWebSocketLimits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

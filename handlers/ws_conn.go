@@ -62,11 +62,20 @@ func (h *Handler) originAllowed(r *http.Request) bool {
 
 // wsOrigin refuses a socket from a foreign origin before anything else,
 // credentials or not (quality.md): a foreign page learns nothing, not even
-// whether its visitor is signed in.
+// whether its visitor is signed in. A session cookie needs an Origin.
 func (h *Handler) wsOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if !h.originAllowed(c.Request()) {
+		r := c.Request()
+		if !h.originAllowed(r) {
 			return &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: "cross-origin WebSocket refused"}
+		}
+		// Browsers always send Origin with an upgrade: one that signs in with
+		// the session cookie but says no origin is not a browser of ours,
+		// and its origin cannot be checked. Scripts use a bearer token.
+		if r.Header.Get("Origin") == "" && r.Header.Get("Authorization") == "" {
+			if ck, err := r.Cookie(sessionCookie); err == nil && ck.Value != "" {
+				return &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: "a WebSocket signed in by session cookie must send Origin"}
+			}
 		}
 		return next(c)
 	}

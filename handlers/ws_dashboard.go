@@ -16,6 +16,7 @@ func (h *Handler) wsDashboard(c echo.Context) error {
 	defer conn.close(websocket.StatusNormalClosure, "")
 	stop := h.dashFeed.subscribe(userOf(c).TeamIDs(), conn.send)
 	defer stop()
+	defer h.watchApprovals(conn, userOf(c), shownBadge(c.QueryParam("badge")))()
 	// Reading starts once subscribed, so a client's ping that is answered
 	// means the socket gets every later change.
 	go conn.drain() // the dashboard sends nothing

@@ -24,6 +24,7 @@ type htmxMessage struct {
 	Priority   string          `json:"priority"`
 	QuestionID string          `json:"question_id"`
 	Text       string          `json:"text"`
+	Action     string          `json:"action"`
 	Headers    json.RawMessage `json:"HEADERS"`
 }
 
@@ -74,6 +75,7 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 
 	sub := h.hub.Subscribe(id)
 	defer sub.Close()
+	defer h.watchApprovals(conn, u, shownBadge(c.QueryParam("badge")))()
 	poll := time.NewTicker(5 * time.Second)
 	defer poll.Stop()
 	lastSeq := -1
@@ -145,15 +147,23 @@ func (h *Handler) htmlMessage(c echo.Context, conn *wsConn, id string, raw []byt
 		return p, now
 	}
 	p.Flash = map[string]string{"cancel": "Cancel requested.", "approve": "Approved.", "reject": "Rejected.", "set_priority": "Priority changed.",
-		"answer": "Answer sent; the agent resumes.", "message": "Note sent; the agent reads it at its next step."}[m.Type]
+		"answer": "Answer sent; the agent resumes.", "message": "Note sent; the agent reads it at its next step.",
+		"pause": "Pause requested.", "resume": resumeFlash[m.Action]}[m.Type]
 	return p, now
 }
+
+var resumeFlash = map[string]string{"": "Resumed.", "continue": "Resumed.", "retry": "Retrying the step.",
+	"skip": "Step skipped; the task goes on.", "rollback": "Rolling back."}
 
 func (h *Handler) htmlAction(c echo.Context, id string, m htmxMessage) error {
 	var err error
 	switch m.Type {
 	case "cancel":
 		_, err = h.cancelTask(c, id)
+	case "pause":
+		_, err = h.pauseTask(c, id)
+	case "resume":
+		_, err = h.resumeTask(c, id, resumeRequest{Action: m.Action, Comment: m.Comment})
 	case "approve", "reject":
 		_, err = h.decideApproval(c, id, m.ApprovalID, m.Type == "approve", m.Comment)
 	case "set_priority":

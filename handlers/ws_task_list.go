@@ -71,6 +71,7 @@ func (h *Handler) wsTaskList(c echo.Context) error {
 		return rows.send(conn, ch)
 	}, nil)
 	defer stop()
+	defer h.watchApprovals(conn, userOf(c), shownBadge(c.QueryParam("badge")))()
 	// Loaded after subscribing, so no change falls between the two; the
 	// rows' seqs keep a live change sent meanwhile from being undone.
 	tasks, err := h.store.TaskGetMany(conn.ctx, teams, visible)

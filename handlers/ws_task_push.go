@@ -57,6 +57,7 @@ func sigHash(s string) uint64 {
 func (tp *taskPush) frame(p pages.TaskShowProps) []byte {
 	var out bytes.Buffer
 	tp.section(&out, "task-header", pages.TaskHeader(p))
+	tp.section(&out, "task-control", pages.TaskControl(p))
 	tp.section(&out, "task-approvals", pages.TaskApprovals(p))
 	tp.section(&out, "task-agent", pages.TaskAgent(p))
 	tp.section(&out, "task-failure", pages.TaskFailure(p))
@@ -120,7 +121,7 @@ func (tp *taskPush) step(out *bytes.Buffer, s components.StepView) {
 		i--
 	}
 	if i < len(s.Log) {
-		_ = components.LogAppend(s.ID(), s.Log[i:]).Render(context.Background(), out)
+		_ = components.LogAppend(s, s.Log[i:]).Render(context.Background(), out)
 	}
 }
 

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -56,48 +55,6 @@ func (s *Store) AgentStateView(ctx context.Context, teamIDs []string, taskID str
 	return &a, nil
 }
 
-// AgentStateSave writes the agent state of a task held under lease token,
-// with its events and progress (iteration of the budget), in one
-// transaction: a stale owner writes nothing and gets ErrLeaseLost. Saving
-// after every step is what lets a resumed task skip completed tool calls.
-func (s *Store) AgentStateSave(ctx context.Context, taskID, token string, a AgentState, budget int, events []task.Event) error {
-	return s.withTx(ctx, func(tx pgx.Tx) error {
-		return agentStateSave(ctx, tx, taskID, token, a, budget, events, false)
-	})
-}
-
-// agentStateSave is AgentStateSave inside tx; park also parks the task for
-// an answer (awaiting_input, lease given up).
-func agentStateSave(ctx context.Context, tx pgx.Tx, taskID, token string, a AgentState, budget int, events []task.Event, park bool) error {
-	var last int
-	err := tx.QueryRow(ctx, `
-		UPDATE tasks SET last_seq = last_seq + $3, progress_step = $4, progress_total = GREATEST(progress_total, $5),
-			state = CASE WHEN $6 THEN 'awaiting_input' ELSE state END,
-			lease_owner = CASE WHEN $6 THEN NULL ELSE lease_owner END,
-			lease_token = CASE WHEN $6 THEN NULL ELSE lease_token END,
-			lease_expires_at = CASE WHEN $6 THEN NULL ELSE lease_expires_at END
-		WHERE id = $1 AND lease_token = $2 RETURNING last_seq`,
-		taskID, token, len(events), a.Iteration, budget, park).Scan(&last)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrLeaseLost
-	}
-	if err != nil {
-		return interpretError(err)
-	}
-	_, err = tx.Exec(ctx, `
-		INSERT INTO agent_states (task_id, goal, iteration, budgets, spend, plan, facts, open_questions, risk_flags, messages, loop, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now())
-		ON CONFLICT (task_id) DO UPDATE SET goal = EXCLUDED.goal, iteration = EXCLUDED.iteration, budgets = EXCLUDED.budgets,
-			spend = EXCLUDED.spend, plan = EXCLUDED.plan, facts = EXCLUDED.facts, open_questions = EXCLUDED.open_questions,
-			risk_flags = EXCLUDED.risk_flags, messages = EXCLUDED.messages, loop = EXCLUDED.loop, updated_at = now()`,
-		taskID, a.Goal, a.Iteration, jsonOr(a.Budgets, `{}`), jsonOr(a.Spend, `{}`), jsonOr(a.Plan, `[]`), jsonOr(a.Facts, `[]`),
-		jsonOr(a.OpenQuestions, `[]`), jsonOr(a.RiskFlags, `[]`), jsonOr(a.Messages, `[]`), jsonOr(a.Loop, `{}`))
-	if err != nil {
-		return interpretError(err)
-	}
-	return insertEvents(ctx, tx, taskID, last-len(events)+1, events)
-}
-
 func jsonOr(b json.RawMessage, def string) []byte {
 	if len(b) == 0 || string(b) == "null" {
 		return []byte(def)
@@ -127,46 +84,6 @@ func scanQuestion(row pgx.Row) (*Question, error) {
 	}
 	q.AskedAt = q.AskedAt.UTC()
 	return &q, nil
-}
-
-// AgentQuestionPark saves the agent state, asks the question (once per
-// tool call: a resumed task re-asking finds the same row) and parks the
-// task in awaiting_input without a lease, all in one transaction, so the
-// task holds no worker while it waits. The agent.question event carries
-// the question's id.
-func (s *Store) AgentQuestionPark(ctx context.Context, taskID, token string, a AgentState, budget, callSeq int, text string, prior []task.Event, ev task.Event) (*Question, error) {
-	var out *Question
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		var teamID string
-		if err := tx.QueryRow(ctx, `SELECT team_id FROM tasks WHERE id = $1 AND lease_token = $2`, taskID, token).Scan(&teamID); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return ErrLeaseLost
-			}
-			return interpretError(err)
-		}
-		q, err := scanQuestion(tx.QueryRow(ctx, `
-			INSERT INTO agent_questions (task_id, team_id, call_seq, text) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (task_id, call_seq) DO UPDATE SET text = agent_questions.text
-			RETURNING `+questionColumns, taskID, teamID, callSeq, text))
-		if err != nil {
-			return err
-		}
-		out = q
-		data := map[string]any{"question_id": q.ID, "text": q.Text}
-		if len(ev.Data) > 0 {
-			var extra map[string]any
-			if json.Unmarshal(ev.Data, &extra) == nil {
-				for k, v := range extra {
-					data[k] = v
-				}
-			}
-		}
-		ev.Data, _ = json.Marshal(data)
-		stateData, _ := json.Marshal(map[string]any{"state": task.StateAwaitingInput})
-		events := append(prior, ev, task.Event{Type: task.EventTaskState, Status: task.StatusLog, Message: "Waiting for an answer", Data: stateData})
-		return agentStateSave(ctx, tx, taskID, token, a, budget, events, true)
-	})
-	return out, err
 }
 
 // AgentQuestionGet returns the question asked by a task's tool call.

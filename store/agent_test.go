@@ -34,11 +34,16 @@ func TestAgentStore(t *testing.T) {
 	t.Run("StateSaveIsFencedByTheLease", func(t *testing.T) {
 		tk := claimAgent(t)
 		ev := task.Event{Type: task.EventAgentThinking, Status: task.StatusThinking, Step: 1, TotalStep: 20, Message: "thinking"}
-		require.NoError(t, st.AgentStateSave(t.Context(), tk.ID, tk.LeaseToken, state, 20, []task.Event{ev}))
+		written, err := st.TaskWrites(t.Context(), []store.TaskWrite{{ID: tk.ID, Token: tk.LeaseToken,
+			Agent: &store.AgentSave{State: state, Budget: 20}, Events: []task.Event{ev}}})
+		require.NoError(t, err)
+		require.Len(t, written, 1)
 		stale := state
 		stale.Iteration = 9
-		err := st.AgentStateSave(t.Context(), tk.ID, "00000000-0000-0000-0000-000000000000", stale, 20, []task.Event{ev})
-		require.ErrorIs(t, err, store.ErrLeaseLost)
+		written, err = st.TaskWrites(t.Context(), []store.TaskWrite{{ID: tk.ID, Token: "00000000-0000-0000-0000-000000000000",
+			Agent: &store.AgentSave{State: stale, Budget: 20}, Events: []task.Event{ev}}})
+		require.NoError(t, err)
+		require.Empty(t, written, "a stale owner's write is not applied")
 		got, err := st.AgentStateGet(t.Context(), tk.ID)
 		require.NoError(t, err)
 		require.Equal(t, 1, got.Iteration, "a stale owner writes nothing")
@@ -59,8 +64,19 @@ func TestAgentStore(t *testing.T) {
 	t.Run("QuestionParkAnswerOnce", func(t *testing.T) {
 		tk := claimAgent(t)
 		ev := task.Event{Type: task.EventAgentQuestion, Status: task.StatusToolCall, Message: "Which env?"}
-		q, err := st.AgentQuestionPark(t.Context(), tk.ID, tk.LeaseToken, state, 20, 1, "Which env?", nil, ev)
+		written, err := st.TaskWrites(t.Context(), []store.TaskWrite{{ID: tk.ID, Token: tk.LeaseToken,
+			State: task.StateAwaitingInput, Release: true, Agent: &store.AgentSave{State: state, Budget: 20},
+			Question: &store.QuestionPark{CallSeq: 1, Text: "Which env?", Event: ev},
+			Events:   []task.Event{{Type: task.EventTaskState, Status: task.StatusLog, Message: "Waiting for an answer"}}}})
 		require.NoError(t, err)
+		require.Len(t, written, 1)
+		q, err := st.AgentQuestionGet(t.Context(), tk.ID, 1)
+		require.NoError(t, err)
+		evs, err := st.EventList(t.Context(), u.TeamIDs(), tk.ID, 0, 0)
+		require.NoError(t, err)
+		require.Len(t, evs, 3, "submitted, the question, the park")
+		require.Equal(t, task.EventAgentQuestion, evs[1].Type, "the question's event comes before the park's state change")
+		require.Contains(t, string(evs[1].Data), q.ID)
 		parked, err := st.TaskGet(t.Context(), u.TeamIDs(), tk.ID)
 		require.NoError(t, err)
 		require.Equal(t, task.StateAwaitingInput, parked.State)

@@ -31,19 +31,51 @@ type Approval struct {
 	DecidedBy   *string            `json:"decided_by"`
 	DecidedAt   *time.Time         `json:"decided_at,omitempty"`
 	Comment     *string            `json:"comment"`
+	// Required is how many distinct people must approve (an environment's
+	// reviewers; 1 otherwise), Decisions who decided so far.
+	Required  int        `json:"required"`
+	Decisions []Decision `json:"decisions"`
+	// Changes is what the deploy changes in its environment (nil for an
+	// agent's tool call or a deploy without a target).
+	Changes *task.Changes `json:"changes,omitempty"`
 }
 
-const approvalColumns = `id, task_id, step_idx, step_name, attempt, kind, detail, roles, state, requested_at, expires_at, decided_by, decided_at, comment`
+// Decision is one person's decision on an approval.
+type Decision struct {
+	By       string    `json:"by"`
+	Decision string    `json:"decision"` // approve | reject
+	Comment  string    `json:"comment"`
+	At       time.Time `json:"at"`
+}
+
+// MarshalJSON writes the approval as the contract names it: an agent's
+// tool call is of kind "tool" (stored as tool_call).
+func (a Approval) MarshalJSON() ([]byte, error) {
+	type plain Approval
+	if a.Kind == string(task.ApprovalToolCall) {
+		a.Kind = "tool"
+	}
+	if a.Decisions == nil {
+		a.Decisions = []Decision{}
+	}
+	return json.Marshal(plain(a))
+}
+
+const approvalColumns = `id, task_id, step_idx, step_name, attempt, kind, detail, roles, state, requested_at, expires_at, decided_by, decided_at, comment,
+	required, decisions, changes`
 
 func scanApproval(row pgx.Row) (*Approval, error) {
 	var a Approval
-	var detail []byte
+	var detail, decisions, changes []byte
 	if err := row.Scan(&a.ID, &a.TaskID, &a.StepIdx, &a.Step, &a.Attempt, &a.Kind, &detail, &a.Roles, &a.State,
-		&a.RequestedAt, &a.ExpiresAt, &a.DecidedBy, &a.DecidedAt, &a.Comment); err != nil {
+		&a.RequestedAt, &a.ExpiresAt, &a.DecidedBy, &a.DecidedAt, &a.Comment, &a.Required, &decisions, &changes); err != nil {
 		return nil, interpretError(err)
 	}
 	if len(detail) > 0 && string(detail) != "{}" {
 		a.Detail = detail
+	}
+	if err := readApprovalJSON(&a, decisions, changes); err != nil {
+		return nil, err
 	}
 	a.RequestedAt, a.ExpiresAt = a.RequestedAt.UTC(), a.ExpiresAt.UTC()
 	return &a, nil
@@ -74,75 +106,6 @@ func (s *Store) ApprovalList(ctx context.Context, teamIDs []string, taskID strin
 	return out, interpretError(rows.Err())
 }
 
-// ApprovalParkParams describe the approvals a task waits for.
-type ApprovalParkParams struct {
-	Steps   []ApprovalStep
-	Roles   []string
-	Timeout time.Duration
-	Kind    string // step | tool_call
-	Events  []task.Event
-}
-
-// ApprovalStep is one step that needs a decision.
-type ApprovalStep struct {
-	Idx     int
-	Name    string
-	Attempt int
-	Detail  json.RawMessage
-}
-
-// ApprovalPark requests approvals and parks the task in awaiting_approval,
-// giving up its lease in the same transaction, so it holds no worker while
-// it waits (invariant 7). Older pending approvals of those steps are
-// superseded (expired) so a stale one can never be decided.
-func (s *Store) ApprovalPark(ctx context.Context, taskID, token string, p ApprovalParkParams) ([]Approval, error) {
-	var out []Approval
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		var teamID string
-		var last int
-		err := tx.QueryRow(ctx, `
-			UPDATE tasks SET state = 'awaiting_approval', lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
-				last_seq = last_seq + $3
-			WHERE id = $1 AND lease_token = $2 RETURNING team_id, last_seq`, taskID, token, len(p.Events)+len(p.Steps)).Scan(&teamID, &last)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrLeaseLost
-		}
-		if err != nil {
-			return interpretError(err)
-		}
-		kind := p.Kind
-		if kind == "" {
-			kind = "step"
-		}
-		var events []task.Event
-		for _, st := range p.Steps {
-			if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'expired' WHERE task_id = $1 AND step_idx = $2 AND state = 'pending'`, taskID, st.Idx); err != nil {
-				return interpretError(err)
-			}
-			detail := st.Detail
-			if len(detail) == 0 {
-				detail = json.RawMessage(`{}`)
-			}
-			a, err := scanApproval(tx.QueryRow(ctx, `
-				INSERT INTO approvals (task_id, team_id, step_idx, step_name, attempt, kind, detail, roles, expires_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
-				ON CONFLICT (task_id, step_idx, attempt) DO UPDATE SET state = 'pending', requested_at = now(),
-					expires_at = EXCLUDED.expires_at, decided_by = NULL, decided_at = NULL, comment = NULL
-				RETURNING `+approvalColumns, taskID, teamID, st.Idx, st.Name, st.Attempt, kind, []byte(detail), p.Roles, p.Timeout.Seconds()))
-			if err != nil {
-				return err
-			}
-			out = append(out, *a)
-			data, _ := json.Marshal(map[string]any{"approval_id": a.ID, "roles": p.Roles, "expires_at": a.ExpiresAt, "detail": json.RawMessage(detail)})
-			events = append(events, task.Event{Type: task.EventApprovalRequested, Status: task.StatusApproval, Step: st.Idx,
-				StepName: st.Name, Message: fmt.Sprintf("Waiting for approval of %s", st.Name), Data: data})
-		}
-		events = append(events, p.Events...)
-		return insertEvents(ctx, tx, taskID, last-len(events)+1, events)
-	})
-	return out, err
-}
-
 // ApprovalDecideParams are a person's decision.
 type ApprovalDecideParams struct {
 	TeamIDs    []string
@@ -171,8 +134,10 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 	var out *Approval
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		var state, createdBy, teamID string
-		err := tx.QueryRow(ctx, `SELECT state, created_by, team_id FROM tasks WHERE id = $1 AND team_id = ANY($2) FOR UPDATE`,
-			p.TaskID, p.TeamIDs).Scan(&state, &createdBy, &teamID)
+		var runAfter *time.Time
+		var now time.Time
+		err := tx.QueryRow(ctx, `SELECT state, created_by, team_id, run_after, now() FROM tasks WHERE id = $1 AND team_id = ANY($2) FOR UPDATE`,
+			p.TaskID, p.TeamIDs).Scan(&state, &createdBy, &teamID, &runAfter, &now)
 		if err != nil {
 			return interpretError(err)
 		}
@@ -200,6 +165,11 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 		if expired {
 			return fmt.Errorf("%w: approval expired", ErrConflict)
 		}
+		if a.Kind == string(task.ApprovalEnvironment) {
+			var err error
+			out, err = decideReviewer(ctx, tx, a, p, teamID, runAfter, now)
+			return err
+		}
 		decision, taskState, msg := task.ApprovalApproved, task.StatePending, fmt.Sprintf("%s approved %s", p.Actor, a.Step)
 		change := stateChange{State: task.StatePending}
 		if !p.Approve && a.Kind == "tool_call" {
@@ -226,9 +196,13 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 		}); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO audit_log (team_id, actor, action, target, data) VALUES ($1, $2, $3, $4, $5)`,
-			teamID, p.Actor, "approval."+string(decision), p.TaskID, data); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE approvals SET decisions = decisions || $2 WHERE id = $1`,
+			a.ID, decisionJSON(p, now)); err != nil {
 			return interpretError(err)
+		}
+		if err := auditAddTx(ctx, tx, teamID, p.Actor, "approval.decided", p.TaskID, map[string]any{
+			"approval_id": a.ID, "kind": a.Kind, "step": a.Step, "decision": decision, "comment": p.Comment}); err != nil {
+			return err
 		}
 		noteTx(tx, readyNote)
 		a.State, a.DecidedBy = decision, &p.Actor
@@ -245,15 +219,15 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 // tasks to compensating with a cancel (they end cancelled, saying why).
 func (s *Store) ApprovalExpire(ctx context.Context) (int, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, task_id, step_name FROM approvals WHERE state = 'pending' AND expires_at < now() LIMIT 100`)
+		SELECT id, task_id, step_name, kind FROM approvals WHERE state = 'pending' AND expires_at < now() LIMIT 100`)
 	if err != nil {
 		return 0, interpretError(err)
 	}
-	type due struct{ id, taskID, step string }
+	type due struct{ id, taskID, step, kind string }
 	var dues []due
 	for rows.Next() {
 		var d due
-		if err := rows.Scan(&d.id, &d.taskID, &d.step); err != nil {
+		if err := rows.Scan(&d.id, &d.taskID, &d.step, &d.kind); err != nil {
 			rows.Close()
 			return 0, interpretError(err)
 		}
@@ -273,9 +247,20 @@ func (s *Store) ApprovalExpire(ctx context.Context) (int, error) {
 			}
 			reason := fmt.Sprintf("approval of %s expired", d.step)
 			data, _ := json.Marshal(map[string]any{"approval_id": d.id, "decision": "expired"})
-			if err := appendStateEvents(ctx, tx, d.taskID, stateChange{State: task.StateCompensating, Cancel: true, Error: &reason}, []task.Event{
-				{Type: task.EventApprovalDecided, Status: task.StatusApproval, StepName: d.step, Message: reason, Data: data},
-			}); err != nil {
+			change := stateChange{State: task.StateCompensating, Cancel: true, Error: &reason}
+			events := []task.Event{{Type: task.EventApprovalDecided, Status: task.StatusApproval, StepName: d.step, Message: reason, Data: data}}
+			if d.kind == string(task.ApprovalEnvironment) {
+				// no step ran: the task is cancelled at once
+				reason = fmt.Sprintf("the reviewers of %s did not decide in time", d.step)
+				change = stateChange{State: task.StateCancelled, Finished: true, Cancel: true, Error: &reason}
+				if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, d.taskID); err != nil {
+					return interpretError(err)
+				}
+				cancelData, _ := json.Marshal(map[string]any{"state": task.StateCancelled, "error": reason})
+				events[0].Message = reason
+				events = append(events, task.Event{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: "Task cancelled: " + reason, Data: cancelData})
+			}
+			if err := appendStateEvents(ctx, tx, d.taskID, change, events); err != nil {
 				return err
 			}
 			n++
@@ -287,4 +272,133 @@ func (s *Store) ApprovalExpire(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// decisionJSON is a decision as stored in approvals.decisions (a one-item array).
+func decisionJSON(p ApprovalDecideParams, at time.Time) []byte {
+	d := "approve"
+	if !p.Approve {
+		d = "reject"
+	}
+	b, _ := json.Marshal([]Decision{{By: p.Actor, Decision: d, Comment: p.Comment, At: at.UTC()}})
+	return b
+}
+
+// decideReviewer records one reviewer's decision on an environment's
+// approval, in the caller's transaction (task and approval locked, the
+// actor allowed). The same person twice is ErrConflict. An approve that
+// makes the count approves it: the task goes on to its wait timer or
+// run_at (scheduled) or to pending. A reject rejects it and cancels the
+// task at once: no step ran, so there is nothing to undo.
+func decideReviewer(ctx context.Context, tx pgx.Tx, a *Approval, p ApprovalDecideParams, teamID string, runAfter *time.Time, now time.Time) (*Approval, error) {
+	for _, d := range a.Decisions {
+		if d.By == p.Actor {
+			return nil, fmt.Errorf("%w: you already decided this approval", ErrConflict)
+		}
+	}
+	approvals := 1
+	for _, d := range a.Decisions {
+		if d.Decision == "approve" {
+			approvals++
+		}
+	}
+	env := a.Step
+	var detail struct {
+		Wait int `json:"wait_seconds"`
+	}
+	_ = json.Unmarshal(a.Detail, &detail)
+	decision := "approve"
+	approval := task.ApprovalPending
+	var change stateChange
+	var msg string
+	events := []task.Event{}
+	switch {
+	case !p.Approve:
+		decision, approval = "reject", task.ApprovalRejected
+		reason := fmt.Sprintf("deploy to %s rejected by %s", env, p.Actor)
+		if p.Comment != "" {
+			reason += ": " + p.Comment
+		}
+		msg = reason
+		change = stateChange{State: task.StateCancelled, Finished: true, Error: &reason, Cancel: true}
+		if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, p.TaskID); err != nil {
+			return nil, interpretError(err)
+		}
+		stateData, _ := json.Marshal(map[string]any{"state": task.StateCancelled, "error": reason})
+		events = append(events, task.Event{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: "Task cancelled: " + reason, Data: stateData})
+	case approvals < a.Required:
+		msg = fmt.Sprintf("%s approved the deploy to %s (%d of %d)", p.Actor, env, approvals, a.Required)
+	default:
+		approval = task.ApprovalApproved
+		msg = fmt.Sprintf("%s approved the deploy to %s (%d of %d): approved", p.Actor, env, approvals, a.Required)
+		next := task.StatePending
+		var at *time.Time
+		if detail.Wait > 0 {
+			w := now.Add(time.Duration(detail.Wait) * time.Second)
+			at = &w
+		}
+		if runAfter != nil && (at == nil || runAfter.After(*at)) {
+			at = runAfter
+		}
+		if at != nil && at.After(now) {
+			next = task.StateScheduled
+		}
+		change = stateChange{State: next, RunAfter: at}
+		data := map[string]any{"state": next}
+		stateMsg := "Task " + string(next)
+		if next == task.StateScheduled {
+			data["run_at"] = at.UTC()
+			stateMsg = "Scheduled to run at " + at.UTC().Format(time.RFC3339)
+		}
+		stateData, _ := json.Marshal(data)
+		events = append(events, task.Event{Type: task.EventTaskState, Status: task.StatusLog, Message: stateMsg, Data: stateData})
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE approvals SET decisions = decisions || $2, state = $3,
+			decided_by = CASE WHEN $3 = 'pending' THEN decided_by ELSE $4 END,
+			decided_at = CASE WHEN $3 = 'pending' THEN decided_at ELSE now() END,
+			comment = CASE WHEN $3 = 'pending' THEN comment ELSE NULLIF($5, '') END
+		WHERE id = $1`, a.ID, decisionJSON(p, now), string(approval), p.Actor, p.Comment); err != nil {
+		return nil, interpretError(err)
+	}
+	data, _ := json.Marshal(map[string]any{"approval_id": a.ID, "kind": a.Kind, "decision": decision, "by": p.Actor,
+		"comment": p.Comment, "approvals": approvals, "required": a.Required})
+	events = append([]task.Event{{Type: task.EventApprovalDecided, Status: task.StatusApproval, StepName: env, Message: msg, Data: data}}, events...)
+	if err := appendStateEvents(ctx, tx, p.TaskID, change, events); err != nil {
+		return nil, err
+	}
+	if err := auditAddTx(ctx, tx, teamID, p.Actor, "approval.decided", p.TaskID, map[string]any{
+		"approval_id": a.ID, "kind": a.Kind, "environment": env, "decision": decision, "comment": p.Comment}); err != nil {
+		return nil, err
+	}
+	if change.State == task.StatePending {
+		noteTx(tx, readyNote)
+	}
+	a.State = approval
+	a.Decisions = append(a.Decisions, Decision{By: p.Actor, Decision: decision, Comment: p.Comment, At: now.UTC()})
+	if approval != task.ApprovalPending {
+		a.DecidedBy = &p.Actor
+		if p.Comment != "" {
+			a.Comment = &p.Comment
+		}
+	}
+	return a, nil
+}
+
+// readApprovalJSON reads an approval's stored decisions and changes; the
+// changed fields are worked out here, by one rule (task.DiffParams).
+func readApprovalJSON(a *Approval, decisions, changes []byte) error {
+	if len(decisions) > 0 {
+		if err := json.Unmarshal(decisions, &a.Decisions); err != nil {
+			return fmt.Errorf("error reading an approval's decisions: %w", err)
+		}
+	}
+	if len(changes) > 0 {
+		var c struct{ From, To map[string]any }
+		if json.Unmarshal(changes, &c) == nil {
+			d := task.DiffParams(c.From, c.To)
+			a.Changes = &d
+		}
+	}
+	return nil
 }

@@ -27,7 +27,8 @@ type InboxItem struct {
 const inboxQuery = `
 	SELECT a.id, a.task_id, a.step_idx, a.step_name, a.attempt, a.kind, a.detail, a.roles, a.state,
 	       a.requested_at, a.expires_at, a.decided_by, a.decided_at, a.comment,
-	       t.team_id, tm.name, t.kind, t.pipeline, t.params, u.email, m.role, t.created_by
+	       t.team_id, tm.name, t.kind, t.pipeline, t.params, u.email, m.role, t.created_by,
+	       a.required, a.decisions, a.changes, (SELECT me.email FROM users me WHERE me.id = $1)
 	FROM memberships m
 	JOIN approvals a ON a.team_id = m.team_id AND a.state = 'pending'
 	JOIN tasks t ON t.id = a.task_id
@@ -79,14 +80,23 @@ func (s *Store) ApprovalsPending(ctx context.Context, userID string, limit int) 
 	decide, waiting = []InboxItem{}, []InboxItem{}
 	for rows.Next() && (len(decide) < limit || len(waiting) < limit) {
 		var it InboxItem
-		var detail []byte
-		var role, creatorID string
+		var detail, decisions, changes []byte
+		var role, creatorID, me string
 		if err := rows.Scan(&it.ID, &it.TaskID, &it.StepIdx, &it.Step, &it.Attempt, &it.Approval.Kind, &detail, &it.Roles, &it.State,
 			&it.RequestedAt, &it.ExpiresAt, &it.DecidedBy, &it.DecidedAt, &it.Comment,
-			&it.TeamID, &it.Team, &it.Kind, &it.Pipeline, &it.Params, &it.CreatedBy, &role, &creatorID); err != nil {
+			&it.TeamID, &it.Team, &it.Kind, &it.Pipeline, &it.Params, &it.CreatedBy, &role, &creatorID,
+			&it.Required, &decisions, &changes, &me); err != nil {
 			return nil, nil, interpretError(err)
 		}
+		if err := readApprovalJSON(&it.Approval, decisions, changes); err != nil {
+			return nil, nil, err
+		}
 		mayDecide, _ := task.MayDecide(task.ApprovalKind(it.Approval.Kind), it.Roles, creatorID, userID, role)
+		for _, d := range it.Decisions {
+			if d.By == me {
+				mayDecide = false // an environment's reviewer decides once
+			}
+		}
 		list := &decide
 		switch {
 		case mayDecide:

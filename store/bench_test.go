@@ -31,18 +31,19 @@ func BenchmarkClaimFinish(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				now := time.Now()
 				starts := make([]store.TaskWrite, len(claimed))
 				fs := make([]store.TaskWrite, len(claimed))
 				for i, c := range claimed {
 					t := c.Task
 					starts[i] = store.TaskWrite{ID: t.ID, Token: t.LeaseToken,
-						Steps: []store.StepSave{{Idx: 1, Name: "noop", IdempotencyKey: t.ID + ":1", State: "running", Attempt: 1, Started: true}},
+						Steps: []store.StepSave{{Idx: 1, Name: "noop", IdempotencyKey: t.ID + ":1", State: "running", Attempt: 1, StartedAt: &now}},
 						Events: []task.Event{
 							{Type: task.EventStepStarted, Status: task.StatusToolCall, Step: 1, TotalStep: 1, Message: "Step 1/1 noop started (attempt 1)", Data: []byte(`{"attempt":1}`)},
 						}}
 					fs[i] = store.TaskWrite{ID: t.ID, Token: t.LeaseToken, State: task.StateCompleted, Release: true,
 						Steps: []store.StepSave{{Idx: 1, Name: "noop", IdempotencyKey: t.ID + ":1", State: "completed", Attempt: 1,
-							Output: []byte(`{}`), Finished: true}},
+							Output: []byte(`{}`), FinishedAt: &now}},
 						Events: []task.Event{
 							{Type: task.EventToolExecuted, Status: task.StatusToolResult, Step: 1, TotalStep: 1, Message: "noop finished: ok", Data: []byte(`{"tool":"noop","duration_ms":0,"outcome":"ok","compensating":false}`)},
 							{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 1, TotalStep: 1, Message: "Step 1/1 noop completed"},

@@ -18,6 +18,7 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/rollup"
+	"flightdeck/workflow/task"
 )
 
 func TestDashboardHistory(t *testing.T) {
@@ -30,7 +31,7 @@ func TestDashboardHistory(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Minute)
 
 	// finished makes a deploy of pipeline to app shop in env that ran from
-	// start to end; each is its own statement, as the writes that end tasks are.
+	// start to end.
 	finished := func(owner *auth.User, pl, state, env string, start, end time.Time) string {
 		tk := testfactory.Task(t, st, owner, &testfactory.TaskOpts{Pipeline: pl})
 		testfactory.Fixture(t, db, `UPDATE tasks SET state = $2, started_at = $3, finished_at = $4,
@@ -52,6 +53,10 @@ func TestDashboardHistory(t *testing.T) {
 	// Another team's: never counted.
 	finished(other, "web-service", "completed", "staging", at(-10), at(-10).Add(time.Second))
 	testfactory.Task(t, st, u, nil) // still pending: not finished
+	// The fixtures made a history without the writes that keep rollups:
+	// work them out as those writes would have, in finish order.
+	require.NoError(t, st.RollupRebuild(ctx, u.Memberships[0].TeamID))
+	require.NoError(t, st.RollupRebuild(ctx, other.Memberships[0].TeamID))
 
 	t.Run("ThroughputPerMinuteKeepsCancelledApart", func(t *testing.T) {
 		got, err := st.TaskThroughput(ctx, u.TeamIDs(), now.Add(-time.Hour))
@@ -107,19 +112,17 @@ func TestRunTimeLeavesOutWaitingForPeople(t *testing.T) {
 	db := dbtest.DB(t)
 	st := store.New(db)
 	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	boss := testfactory.User(t, st, "boss@acme.test", "acme", auth.RoleApprover)
 	tk := testfactory.Task(t, st, u, &testfactory.TaskOpts{Pipeline: "web-service"})
-	for _, q := range []string{
-		`UPDATE tasks SET state = 'running', started_at = now() - interval '15 minutes' WHERE id = $1`,
-		`UPDATE tasks SET state = 'awaiting_approval' WHERE id = $1`,
-		// the approval was asked for ten minutes ago
-		`UPDATE tasks SET waiting_since = waiting_since - interval '10 minutes' WHERE id = $1`,
-		`UPDATE tasks SET state = 'pending' WHERE id = $1`,
-		`UPDATE tasks SET state = 'running' WHERE id = $1`,
-		`UPDATE tasks SET state = 'completed', finished_at = now() WHERE id = $1`,
-	} {
-		_, err := db.Exec(ctx, q, tk.ID)
-		require.NoError(t, err)
-	}
+	a := testfactory.AwaitingApproval(t, st, tk.ID, []string{"approver"})
+	// it started 15 minutes ago; the approval was asked for 10 minutes ago
+	testfactory.Fixture(t, db, `UPDATE tasks SET started_at = now() - interval '15 minutes',
+		waiting_since = waiting_since - interval '10 minutes' WHERE id = $1`, tk.ID)
+	_, err := st.ApprovalDecide(ctx, store.ApprovalDecideParams{TeamIDs: boss.TeamIDs(), TaskID: tk.ID, ApprovalID: a.ID,
+		Approve: true, ActorID: boss.ID, Actor: boss.Email, ActorRole: "approver"})
+	require.NoError(t, err)
+	testfactory.Completed(t, st, tk.ID)
+
 	rollups, err := st.TaskRollupList(ctx, u.TeamIDs(), time.Now().Add(-time.Hour), time.Now().Add(-time.Hour))
 	require.NoError(t, err)
 	got := rollup.RunTimesOf(rollups, time.Now().Add(-time.Hour))
@@ -128,9 +131,10 @@ func TestRunTimeLeavesOutWaitingForPeople(t *testing.T) {
 	require.InDelta(t, (10 * time.Minute).Seconds(), got[0].MeanWaited.Seconds(), 1)
 }
 
-// TestRollupsMatchTheTasks ends a random mix of tasks (outcomes, targets,
-// days, waits, one or several a statement) and checks that the rollups the
-// triggers kept equal what the finished tasks say, worked out from scratch.
+// TestRollupsMatchTheTasks makes a history of a random mix of tasks
+// (outcomes, targets, days, waits) and checks that the rollups the Go rules
+// work out of it (RollupRebuild) equal what the finished tasks say, worked
+// out from scratch by a second implementation.
 func TestRollupsMatchTheTasks(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -178,17 +182,7 @@ func TestRollupsMatchTheTasks(t *testing.T) {
 		FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS x(id, state, n) WHERE t.id = x.id`,
 		ids, states, start.Add(241*15*time.Minute))
 
-	// One statement that touches every ended task again (counted once, when
-	// they ended) and ends one more.
-	last := testfactory.Task(t, st, u, &testfactory.TaskOpts{Pipeline: "canary"})
-	_, err := db.Exec(ctx, `UPDATE tasks SET state = 'running', started_at = $2 WHERE id = $1`, last.ID, start.Add(242*15*time.Minute))
-	require.NoError(t, err)
-	tag, err := db.Exec(ctx, `UPDATE tasks SET state = CASE WHEN id = $2 THEN 'completed' ELSE state END,
-			finished_at = CASE WHEN id = $2 THEN $3 ELSE finished_at END
-		WHERE team_id = $1 AND (state IN ('completed', 'failed', 'cancelled') OR id = $2)`,
-		u.TeamIDs()[0], last.ID, start.Add(242*15*time.Minute+time.Minute))
-	require.NoError(t, err)
-	require.Greater(t, tag.RowsAffected(), int64(200))
+	require.NoError(t, st.RollupRebuild(ctx, u.Memberships[0].TeamID))
 
 	got, err := st.TaskRollupList(ctx, u.TeamIDs(), start.Add(-24*time.Hour), start.Add(-24*time.Hour))
 	require.NoError(t, err)
@@ -202,7 +196,7 @@ func TestRollupsMatchTheTasks(t *testing.T) {
 }
 
 // rollupsFromScratch works the rollups out of the finished tasks alone: a
-// second implementation of migration 00022's, to check it against.
+// second implementation of store.RollupFold and RestoreFold, to check them against.
 func rollupsFromScratch(t *testing.T, db *pgxpool.Pool, teamID string) []store.Rollup {
 	t.Helper()
 	rows, err := db.Query(t.Context(), `
@@ -257,4 +251,64 @@ func rollupsFromScratch(t *testing.T, db *pgxpool.Pool, teamID string) []store.R
 
 func compareRollups(a, b store.Rollup) int {
 	return cmp.Or(a.Day.Compare(b.Day), cmp.Compare(a.Pipeline, b.Pipeline), cmp.Compare(a.Outcome, b.Outcome), cmp.Compare(a.Bucket, b.Bucket))
+}
+
+// TestEndingWritesKeepRollups ends tasks through the writes that end them
+// (workers' batches, a cancel, the rescuer's give-up) and checks that what
+// those writes kept on the way equals what a rebuild from the finished
+// tasks makes: the incremental rules and the whole-history ones agree.
+func TestEndingWritesKeepRollups(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := dbtest.DB(t)
+	st := store.New(db)
+	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	rng := rand.New(rand.NewPCG(3, 4))
+	outcomes := []task.State{task.StateCompleted, task.StateCompleted, task.StateFailed, task.StateCancelled}
+	for round := range 6 {
+		var ids []string
+		for range 12 {
+			pl := []string{"web-service", "canary", "health-check"}[rng.IntN(3)]
+			tk := testfactory.Task(t, st, u, &testfactory.TaskOpts{Pipeline: pl})
+			ids = append(ids, tk.ID)
+		}
+		if round%2 == 1 {
+			// one cancelled before it ran, by a person
+			_, err := st.TaskCancel(ctx, u.TeamIDs(), ids[0], u.Email)
+			require.NoError(t, err)
+			ids = ids[1:]
+		}
+		claimed, err := st.TaskClaim(ctx, "w", 100, time.Minute)
+		require.NoError(t, err)
+		var ws []store.TaskWrite
+		for _, c := range claimed {
+			s := outcomes[rng.IntN(len(outcomes))]
+			ws = append(ws, store.TaskWrite{ID: c.Task.ID, Token: c.Task.LeaseToken, State: s, Release: true,
+				Events: []task.Event{{Type: task.EventTaskState, Status: task.StatusLog, Message: string(s)}}})
+		}
+		written, err := st.TaskWrites(ctx, ws)
+		require.NoError(t, err)
+		require.Len(t, written, len(ids))
+	}
+	since := time.Now().Add(-48 * time.Hour)
+	kept, err := st.TaskRollupList(ctx, u.TeamIDs(), since, since)
+	require.NoError(t, err)
+	require.NotEmpty(t, kept)
+	keptEnvs, err := st.EnvironmentList(ctx, store.EnvironmentListParams{TeamIDs: u.TeamIDs()})
+	require.NoError(t, err)
+	keptMinutes, err := st.TaskThroughput(ctx, u.TeamIDs(), since)
+	require.NoError(t, err)
+
+	require.NoError(t, st.RollupRebuild(ctx, u.Memberships[0].TeamID))
+	rebuilt, err := st.TaskRollupList(ctx, u.TeamIDs(), since, since)
+	require.NoError(t, err)
+	slices.SortFunc(kept, compareRollups)
+	slices.SortFunc(rebuilt, compareRollups)
+	require.Equal(t, rebuilt, kept)
+	rebuiltEnvs, err := st.EnvironmentList(ctx, store.EnvironmentListParams{TeamIDs: u.TeamIDs()})
+	require.NoError(t, err)
+	require.Equal(t, rebuiltEnvs, keptEnvs)
+	rebuiltMinutes, err := st.TaskThroughput(ctx, u.TeamIDs(), since)
+	require.NoError(t, err)
+	require.Equal(t, rebuiltMinutes, keptMinutes)
 }

@@ -22,9 +22,10 @@ type StepRow struct {
 	StartedAt           *time.Time      `json:"started_at"`
 	FinishedAt          *time.Time      `json:"finished_at"`
 	CompensationAttempt int             `json:"compensation_attempt"`
+	CompensatedAt       *time.Time      `json:"compensated_at"` // when its undo ended (undone or failed for good)
 }
 
-const stepColumns = `idx, name, state, attempt, idempotency_key, output, error, started_at, finished_at, compensation_attempt`
+const stepColumns = `idx, name, state, attempt, idempotency_key, output, error, started_at, finished_at, compensation_attempt, compensated_at`
 
 // StepList returns a task's steps in order (no team check: callers either
 // hold the task's lease or checked access already).
@@ -45,7 +46,7 @@ func scanSteps(rows pgx.Rows) ([]StepRow, error) {
 		var name, state, key *string
 		var output []byte
 		if err := rows.Scan(&idx, &name, &state, &attempt, &key, &output, &r.Error,
-			&r.StartedAt, &r.FinishedAt, &compAttempt); err != nil {
+			&r.StartedAt, &r.FinishedAt, &compAttempt, &r.CompensatedAt); err != nil {
 			return nil, interpretError(err)
 		}
 		if idx == nil { // the "lease lost" marker row
@@ -74,10 +75,13 @@ type StepSave struct {
 	CompensationAttempt int
 	Output              json.RawMessage
 	Error               *string
-	// Started, Finished and Compensated set started_at, finished_at and
-	// compensated_at to the database's now(): the step started, finished or
-	// was undone since the row was last written.
-	Started, Finished, Compensated bool
+	// StartedAt, FinishedAt and CompensatedAt are when the worker saw the
+	// step start (its first attempt), end and be undone. The worker's
+	// clock, not the write's: writes are batched, so the database's now()
+	// would be up to a flush late and give a fast step no duration. A save
+	// is the whole row (the saga's run keeps it, runner.go apply): what it
+	// leaves nil is stored nil.
+	StartedAt, FinishedAt, CompensatedAt *time.Time
 }
 
 // TaskSteps loads the steps of a visible task for the API (team-scoped).

@@ -20,7 +20,8 @@ const taskColumns = `t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params, t.p
 	t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total,
 	(SELECT h.task_id FROM concurrency_holds h
 		WHERE t.state = 'pending' AND h.team_id = t.team_id AND h.key = t.concurrency_key AND h.task_id <> t.id),
-	t.rerun_of`
+	t.rerun_of, t.pause_requested_at IS NOT NULL AND t.state IN ('running', 'pending'), t.failed_step, t.decision_expires_at,
+	t.environment, CASE WHEN t.state = 'scheduled' THEN t.run_after END, t.promoted_from, t.override`
 
 const taskFrom = `FROM tasks t JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by`
 
@@ -29,13 +30,15 @@ func scanTask(row pgx.Row) (*task.Task, error) { return scanTaskWith(row, nil) }
 // scanTaskWith scans taskColumns followed by the columns extra points into.
 func scanTaskWith(row pgx.Row, extra func(*task.Task) []any) (*task.Task, error) {
 	var t task.Task
-	var params, result []byte
+	var params, result, failedStep, override []byte
 	var kind, state string
+	var env *string
 	var prio int16
-	dest := make([]any, 0, 29) // room for extra's columns: one allocation
+	dest := make([]any, 0, 44) // room for extra's columns: one allocation
 	dest = append(dest, &t.ID, &t.TeamID, &t.Team, &kind, &t.Pipeline, &params, &t.Prompt, &prio, &state,
 		&t.Attempt, &t.MaxAttempts, &t.CreatedByID, &t.CreatedBy, &t.CreatedAt, &t.StartedAt, &t.FinishedAt,
-		&t.DeadlineAt, &t.CancelRequested, &t.Error, &result, &t.LastSeq, &t.Progress.Step, &t.Progress.TotalStep, &t.BlockedBy, &t.RerunOf)
+		&t.DeadlineAt, &t.CancelRequested, &t.Error, &result, &t.LastSeq, &t.Progress.Step, &t.Progress.TotalStep, &t.BlockedBy, &t.RerunOf,
+		&t.PauseRequested, &failedStep, &t.DecisionExpiresAt, &env, &t.RunAt, &t.PromotedFrom, &override)
 	if extra != nil {
 		dest = append(dest, extra(&t)...)
 	}
@@ -44,14 +47,26 @@ func scanTaskWith(row pgx.Row, extra func(*task.Task) []any) (*task.Task, error)
 	}
 	t.Kind, t.State, t.Priority = task.Kind(kind), task.State(state), task.Priority(prio)
 	t.Params = json.RawMessage(params)
+	if env != nil {
+		t.Environment = *env
+	}
+	if len(override) > 0 {
+		t.Override = json.RawMessage(override)
+	}
 	if len(result) > 0 {
 		t.Result = json.RawMessage(result)
+	}
+	if len(failedStep) > 0 {
+		t.FailedStep = new(task.FailedStep)
+		if err := json.Unmarshal(failedStep, t.FailedStep); err != nil {
+			return nil, fmt.Errorf("error reading the failed step of task %s: %w", t.ID, err)
+		}
 	}
 	if t.Progress.TotalStep > 0 {
 		t.Progress.Percent = min(100, 100*t.Progress.Step/t.Progress.TotalStep)
 	}
 	utc(&t.CreatedAt)
-	for _, p := range []*time.Time{t.StartedAt, t.FinishedAt, t.DeadlineAt} {
+	for _, p := range []*time.Time{t.StartedAt, t.FinishedAt, t.DeadlineAt, t.DecisionExpiresAt, t.RunAt} {
 		if p != nil {
 			utc(p)
 		}

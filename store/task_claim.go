@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"flightdeck/internal/wake"
 	"flightdeck/workflow/task"
 )
 
@@ -23,8 +22,9 @@ type Claimed struct {
 // highest priority first, then oldest: FOR NO KEY UPDATE SKIP LOCKED lets
 // concurrent claimers pass each other without waiting and never take the
 // same row. Each task gets a new lease token and an expiry from the database
-// clock (invariant 2), pending ones become running, and the claim's event is
-// written in the same statement (invariant 6).
+// clock (invariant 2) and pending ones become running. The claim writes no
+// event: its task.state event goes with the worker's first write
+// (invariant 6's one exception, which keeps the claim one row's update).
 //
 // The claimed tasks' Params are the real ones: the public params with the
 // secret params (secret_params) merged over their "[REDACTED]" stand-ins.
@@ -76,27 +76,22 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 				lease_owner = $1,
 				lease_token = gen_random_uuid(),
 				lease_expires_at = now() + make_interval(secs => $3),
-				started_at = COALESCE(t.started_at, now()),
-				last_seq = t.last_seq + 1
+				started_at = COALESCE(t.started_at, now())
 			FROM picked WHERE t.id = picked.id
 			RETURNING t.*
-		), claim_events AS (
-			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT id, last_seq, last_seq, jsonb_build_array(flightdeck_event('task.state', 'log', 'Picked up by a worker',
-				jsonb_build_object('state', state, 'attempt', attempt, 'worker', lease_owner)))
-			FROM claimed
 		)
 		SELECT t.id, t.team_id, '', t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority,
 			t.state, t.attempt, t.max_attempts, t.created_by, '', t.created_at, t.started_at, t.finished_at, t.deadline_at,
 			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, NULL, t.rerun_of,
-			t.lease_token, COALESCE(t.traceparent, ''),
-			st.idx, st.name, st.state, st.attempt, st.key, st.output, st.error, st.started_at, st.finished_at, st.comp_attempt
+			t.pause_requested_at IS NOT NULL, t.failed_step, t.decision_expires_at,
+			t.environment, NULL::timestamptz, t.promoted_from, t.override, t.lease_token, COALESCE(t.traceparent, ''),
+			st.idx, st.name, st.state, st.attempt, st.key, st.output, st.error, st.started_at, st.finished_at, st.comp_attempt, st.compensated_at
 		FROM claimed t -- team names and emails come from s.names
 		-- the step rows as parallel arrays, in step order (the primary key's)
 		LEFT JOIN LATERAL (SELECT array_agg(s.idx) AS idx, array_agg(s.name) AS name, array_agg(s.state) AS state,
 				array_agg(s.attempt) AS attempt, array_agg(s.idempotency_key) AS key, array_agg(s.output) AS output,
 				array_agg(s.error) AS error, array_agg(s.started_at) AS started_at, array_agg(s.finished_at) AS finished_at,
-				array_agg(s.compensation_attempt) AS comp_attempt
+				array_agg(s.compensation_attempt) AS comp_attempt, array_agg(s.compensated_at) AS compensated_at
 			FROM (SELECT * FROM task_steps s WHERE s.task_id = t.id ORDER BY s.idx) s) st ON true
 		ORDER BY t.priority, t.created_at, t.id`, owner, limit, lease.Seconds())
 	if err != nil {
@@ -122,12 +117,9 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 		return nil, nil
 	}
 	tasks := make([]*task.Task, len(out))
-	var notes wake.Notes
 	for i, c := range out {
 		tasks[i] = c.Task
-		notes.Events = append(notes.Events, wake.TaskSeq{ID: c.Task.ID, Seq: c.Task.LastSeq})
 	}
-	s.wake.Send(notes)
 	if err := s.names.fill(ctx, s.pool, tasks); err != nil {
 		return nil, fmt.Errorf("error claiming tasks: %w", err)
 	}
@@ -141,11 +133,11 @@ type stepColumnsArrays struct {
 	name, state, key          []string
 	output                    [][]byte
 	errs                      []*string
-	started, finished         []*time.Time
+	started, finished, comped []*time.Time
 }
 
 func (a *stepColumnsArrays) dest() []any {
-	return []any{&a.idx, &a.name, &a.state, &a.attempt, &a.key, &a.output, &a.errs, &a.started, &a.finished, &a.compAttempt}
+	return []any{&a.idx, &a.name, &a.state, &a.attempt, &a.key, &a.output, &a.errs, &a.started, &a.finished, &a.compAttempt, &a.comped}
 }
 
 // rows zips the arrays back into rows (nil for a task without any).
@@ -157,11 +149,11 @@ func (a *stepColumnsArrays) rows() []StepRow {
 	for i := range out {
 		out[i] = StepRow{Idx: int(a.idx[i]), Name: a.name[i], State: task.StepState(a.state[i]), Attempt: int(a.attempt[i]),
 			IdempotencyKey: a.key[i], Error: a.errs[i], StartedAt: a.started[i], FinishedAt: a.finished[i],
-			CompensationAttempt: int(a.compAttempt[i])}
+			CompensationAttempt: int(a.compAttempt[i]), CompensatedAt: a.comped[i]}
 		if len(a.output[i]) > 0 {
 			out[i].Output = a.output[i]
 		}
-		for _, p := range []*time.Time{out[i].StartedAt, out[i].FinishedAt} {
+		for _, p := range []*time.Time{out[i].StartedAt, out[i].FinishedAt, out[i].CompensatedAt} {
 			if p != nil {
 				utc(p)
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,7 +22,7 @@ var ErrTerminal = errors.New("task already ended")
 // compensating) one gets cancel_requested_at and a NOTIFY on task_cancel so
 // its lease holder on any node stops the step and compensates; the heartbeat
 // sees the flag too, in case the notification is lost. A parked task
-// (awaiting approval or input, or re-queued after it ran steps) goes to
+// (awaiting approval or input, paused, or re-queued after it ran steps) goes to
 // compensating without a lease, so a worker claims it and undoes its steps.
 // A terminal task is ErrTerminal. Cancel racing completion: whichever
 // transaction locks the row first wins; the loser sees the other's state.
@@ -30,26 +31,39 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 		return nil, ErrNotFound
 	}
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		var state string
+		var state, teamID string
 		var ranSteps bool
+		// A task parked before its first step (an environment's freeze) was
+		// claimed, but ran nothing: its steps say so.
 		err := tx.QueryRow(ctx, `
-			SELECT t.state, t.started_at IS NOT NULL FROM tasks t
-			WHERE t.id = $1 AND t.team_id = ANY($2) FOR UPDATE`, id, teamIDs).Scan(&state, &ranSteps)
+			SELECT t.state, t.team_id, t.started_at IS NOT NULL AND (t.kind <> 'deploy' OR EXISTS (
+				SELECT 1 FROM task_steps s WHERE s.task_id = t.id AND s.state <> 'pending')) FROM tasks t
+			WHERE t.id = $1 AND t.team_id = ANY($2) FOR UPDATE`, id, teamIDs).Scan(&state, &teamID, &ranSteps)
 		if err != nil {
 			return interpretError(err)
 		}
 		st := task.State(state)
 		data, _ := json.Marshal(map[string]string{"by": actor})
+		if !st.Terminal() {
+			if err := auditAddTx(ctx, tx, teamID, actor, "task.cancelled", id, map[string]any{"state": st}); err != nil {
+				return err
+			}
+		}
 		switch {
 		case st.Terminal():
 			return ErrTerminal
-		case (st == task.StatePending || st == task.StateScheduled) && !ranSteps:
+		case (st == task.StatePending || st == task.StateScheduled || st == task.StatePaused || st == task.StateAwaitingApproval) && !ranSteps:
 			msg := "Cancelled by " + actor + " before it ran"
-			// the steps stored at submit will never run
+			// the steps stored at submit will never run, nor will its
+			// environment's reviewers decide
 			if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
 				return interpretError(err)
 			}
-			return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Finished: true, Error: &msg, Cancel: true},
+			// an environment's reviewers can no longer decide: the cancel ended it
+			if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'cancelled' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
+				return interpretError(err)
+			}
+			return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Finished: true, Error: &msg, Cancel: true, Resumed: st == task.StatePaused},
 				[]task.Event{
 					{Type: task.EventTaskState, Status: task.StatusLog, Message: msg, Data: data},
 					{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: msg, Data: data},
@@ -71,7 +85,8 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 			if _, err := tx.Exec(ctx, `UPDATE agent_questions SET state = 'expired' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
 				return interpretError(err)
 			}
-			if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating, Cancel: true, Error: ptr("cancelled by " + actor), KeepErr: true},
+			if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating, Cancel: true, Error: ptr("cancelled by " + actor), KeepErr: true,
+				Resumed: st == task.StatePaused},
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Cancelled by " + actor + "; undoing completed steps", Data: data}}); err != nil {
 				return err
 			}
@@ -115,50 +130,29 @@ func (s *Store) TaskSetPriority(ctx context.Context, teamIDs []string, id string
 }
 
 // stateChange is a change of a task's row made by a person or the system
-// (not its worker): zero fields keep what is there.
+// (not its worker): zero fields keep what is there. A terminal State also
+// sets finished_at.
 type stateChange struct {
 	State    task.State    // "" keeps the state
-	Finished bool          // finished_at = now()
+	Finished bool          // kept for readability: a terminal State finishes the task
 	Error    *string       // the task's error
 	KeepErr  bool          // with Error: only if the task has none yet
 	Cancel   bool          // cancel_requested_at, if not set yet
 	Priority task.Priority // 0 keeps the priority
+	Pause    bool          // pause_requested_at, if not set yet
+	// Resumed clears the pause request and a failed step's decision
+	// (failed_step, decision_expires_at): the pause is over.
+	Resumed  bool
+	RunAfter *time.Time // nil keeps run_after
 }
 
-// appendStateEvents applies c to task id and appends events with the next
-// seqs, in tx: a state change and its events commit together (invariant 6).
+// appendStateEvents applies c to task id (locked by tx) with events, through
+// the one write that counts seqs (taskApply): a state change and its events
+// commit together (invariant 6).
 func appendStateEvents(ctx context.Context, tx pgx.Tx, id string, c stateChange, events []task.Event) error {
-	var last int
-	err := tx.QueryRow(ctx, `
-		UPDATE tasks SET
-			state = COALESCE(NULLIF($2, ''), state),
-			finished_at = CASE WHEN $3 THEN now() ELSE finished_at END,
-			error = CASE WHEN $4::text IS NULL THEN error WHEN $5 THEN COALESCE(error, $4) ELSE $4 END,
-			cancel_requested_at = CASE WHEN $6 THEN COALESCE(cancel_requested_at, now()) ELSE cancel_requested_at END,
-			priority = COALESCE(NULLIF($7, 0)::smallint, priority),
-			last_seq = last_seq + $8
-		WHERE id = $1 RETURNING last_seq`,
-		id, string(c.State), c.Finished, c.Error, c.KeepErr, c.Cancel, int16(c.Priority), len(events)).Scan(&last)
-	if err != nil {
-		return interpretError(err)
-	}
-	return insertEvents(ctx, tx, id, last-len(events)+1, events)
-}
-
-// insertEvents writes events with seqs first, first+1, … and notifies
-// listeners of the last one.
-func insertEvents(ctx context.Context, tx pgx.Tx, id string, first int, events []task.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `
-		INSERT INTO task_event_batches (task_id, first_seq, last_seq, events) VALUES ($1, $2, $3, $4)`,
-		id, first, first+len(events)-1, encodeEvents(events))
-	if err != nil {
-		return interpretError(err)
-	}
-	noteTx(tx, eventsNote(id, first+len(events)-1))
-	return nil
+	_, err := taskApplyTx(ctx, tx, TaskWrite{ID: id, State: c.State, Error: c.Error, KeepErr: c.KeepErr, Cancel: c.Cancel,
+		Priority: c.Priority, Pause: c.Pause, Resumed: c.Resumed, RunAfter: c.RunAfter, Events: events})
+	return err
 }
 
 // TaskResolve is an admin's answer to a task in needs_attention: retry runs
@@ -177,9 +171,8 @@ func (s *Store) TaskResolve(ctx context.Context, teamIDs []string, id, action, a
 			return ErrConflict
 		}
 		data, _ := json.Marshal(map[string]string{"action": action, "by": actor, "comment": comment})
-		if _, err := tx.Exec(ctx, `INSERT INTO audit_log (team_id, actor, action, target, data) VALUES ($1, $2, $3, $4, $5)`,
-			teamID, actor, "task."+action, id, data); err != nil {
-			return interpretError(err)
+		if err := auditAddTx(ctx, tx, teamID, actor, "task.resolved", id, map[string]string{"action": action, "comment": comment}); err != nil {
+			return err
 		}
 		if action == "retry" {
 			if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'completed' WHERE task_id = $1 AND state = 'compensation_failed'`, id); err != nil {

@@ -57,10 +57,41 @@ type TaskInsertParams struct {
 	// Traceparent is the submitting request's W3C trace context ("" for
 	// none), which the task's runs link to (contract §8).
 	Traceparent string
+	// State is the new task's state: "" (pending), scheduled (with
+	// RunAfter) or awaiting_approval (with Reviewers), as the rules of its
+	// environment say (saga.ProtectDeploy).
+	State task.State
+	// RunAfter: with State scheduled, when it becomes pending; with
+	// awaiting_approval, the submit's run_at, kept for after the reviewers.
+	RunAfter *time.Time
+	// Environment is a deploy's environment ("" for none).
+	Environment string
+	// PromotedFrom is the deploy a promotion repeats ("" for none).
+	PromotedFrom string
+	// Override is an admin's break-glass override (nil for none).
+	Override json.RawMessage
+	// Reviewers, with State awaiting_approval, is the environment's approval.
+	Reviewers *ReviewersParams
+	// Events follow the submit's first event (an override, the reviewers'
+	// request, a schedule).
+	Events []task.Event
 	// Team and CreatedBy (the team's name, the creator's email) complete
 	// the task TaskInsert answers when it cannot read the new task back;
 	// "" leaves them empty there.
 	Team, CreatedBy string
+}
+
+// ReviewersParams are an environment's reviewers of a new deploy: one
+// approval of kind environment that needs Required distinct approvals.
+type ReviewersParams struct {
+	ID          string // the approval's id (NewTaskID)
+	Environment string
+	Required    int
+	Roles       []string
+	Timeout     time.Duration
+	// Wait is the environment's wait timer, started by the last approval.
+	Wait    time.Duration
+	Changes json.RawMessage // what the deploy changes (nil for none)
 }
 
 // TaskInsert accepts a task: the row and its first event are committed in
@@ -112,7 +143,7 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 	}
 	if created {
 		select {
-		case <-s.wake.Send(wake.Notes{Ready: true, Events: []wake.TaskSeq{{ID: id, Seq: 1}}}):
+		case <-s.wake.Send(wake.Notes{Ready: true, Events: []wake.TaskSeq{{ID: id, Seq: max(1, res.lastSeq)}}}):
 		case <-ctx.Done():
 		}
 		if p.ConcurrencyKey != "" && p.ConcurrencyPolicy == "cancel_in_progress" {
@@ -154,7 +185,7 @@ func (r insertResult) task(p TaskInsertParams) *task.Task {
 	}
 	t := &task.Task{
 		ID: r.insertedID, TeamID: p.TeamID, Team: p.Team, Kind: p.Kind, Pipeline: p.Pipeline, Params: params,
-		Prompt: p.Prompt, Priority: p.Priority, State: task.State(r.state), MaxAttempts: cmp.Or(p.MaxAttempts, 5),
+		Prompt: p.Prompt, Priority: p.Priority, State: task.State(r.state), MaxAttempts: cmp.Or(p.MaxAttempts, task.MaxAttemptsDefault),
 		CreatedByID: p.CreatedByID, CreatedBy: p.CreatedBy, CreatedAt: r.createdAt.UTC(),
 		DeadlineAt: r.deadlineAt, FinishedAt: r.finishedAt, Error: r.error, LastSeq: r.lastSeq,
 	}
@@ -192,7 +223,7 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 	}
 	maxAttempts := p.MaxAttempts
 	if maxAttempts == 0 {
-		maxAttempts = 5
+		maxAttempts = task.MaxAttemptsDefault
 	}
 	var inserted, existing, state *string
 	var created *time.Time
@@ -200,6 +231,10 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 	var st stepArrays
 	for _, step := range p.Steps {
 		st.add(p.ID, step)
+	}
+	rv := ReviewersParams{ID: "00000000-0000-0000-0000-000000000000", Roles: []string{}}
+	if p.Reviewers != nil && p.State == task.StateAwaitingApproval {
+		rv = *p.Reviewers
 	}
 	err = q.QueryRow(ctx, `
 		WITH existing AS (
@@ -215,30 +250,43 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 		), ins AS (
 			INSERT INTO tasks (id, team_id, created_by, kind, pipeline, params, prompt, priority, max_attempts,
 				deadline_at, idempotency_key, request_hash, webhook, secret_params, concurrency_key, target_key, rerun_of, traceparent,
+				environment, promoted_from, override, run_after,
 				state, finished_at, error, last_seq)
 			SELECT COALESCE(NULLIF($17::text, '')::uuid, flightdeck_uuid_v7()), $1, $2, $3, $4, $5, $6, $7, $8,
 				CASE WHEN $9 > 0 THEN now() + make_interval(secs => $9) END, NULLIF($10, ''), $11, $12, $14, NULLIF($15, ''), NULLIF($21, ''), NULLIF($22, '')::uuid,
 				NULLIF($23, ''),
-				CASE WHEN h.task_id IS NULL THEN 'pending' ELSE 'cancelled' END,
+				NULLIF($33, ''), NULLIF($34, '')::uuid, $35::jsonb, $36::timestamptz,
+				CASE WHEN h.task_id IS NULL THEN COALESCE(NULLIF($24, ''), 'pending') ELSE 'cancelled' END,
 				CASE WHEN h.task_id IS NOT NULL THEN now() END,
 				'cancelled at once: task ' || h.task_id || ' holds concurrency key ' || $15 || ' (policy cancel_newest)',
-				CASE WHEN h.task_id IS NULL THEN 1 ELSE 2 END
+				CASE WHEN h.task_id IS NULL THEN 1 + $25 ELSE 2 END
 			FROM (SELECT 1) one LEFT JOIN holder h ON true
 			WHERE NOT EXISTS (SELECT 1 FROM existing) AND (h.task_id IS NOT NULL OR (SELECT ok FROM room))
 			ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 			RETURNING id, state, error, created_at, deadline_at, finished_at, last_seq
 		), ev AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT id, 1, CASE WHEN state = 'cancelled' THEN 2 ELSE 1 END,
-				jsonb_build_array(flightdeck_event('task.state', 'log', 'Task submitted', '{"state":"pending"}'))
+			SELECT id, 1, last_seq,
+				jsonb_build_array(flightdeck_event('task.state', 'log', 'Task submitted',
+					jsonb_build_object('state', CASE WHEN state = 'cancelled' THEN 'pending' ELSE state END)))
 				|| CASE WHEN state = 'cancelled' THEN jsonb_build_array(flightdeck_event('task.cancelled', 'cancelled',
 					'Task cancelled: ' || error, jsonb_build_object('state', 'cancelled', 'error', error)))
-				ELSE '[]' END
+				ELSE COALESCE($26::jsonb, '[]') END
 			FROM ins
+		), reviewers AS (
+			-- an environment's reviewers decide before the first step
+			INSERT INTO approvals (id, task_id, team_id, step_idx, step_name, attempt, kind, detail, roles, expires_at, required, changes)
+			SELECT $27::uuid, ins.id, $1, 0, $33, 1, 'environment', $28, $29, now() + make_interval(secs => $30), $31, $32::jsonb
+			FROM ins WHERE ins.state = 'awaiting_approval'
+		), override_audit AS (
+			-- an admin's break-glass is audited with the task that carries it
+			INSERT INTO audit_log (team_id, actor, action, target, data)
+			SELECT $1, $35::jsonb ->> 'by', 'task.override', ins.id::text, $35::jsonb || jsonb_build_object('environment', $33::text)
+			FROM ins WHERE $35::jsonb IS NOT NULL AND ins.state <> 'cancelled'
 		), steps AS (
 			-- a task cancelled at once never runs its steps
 			INSERT INTO task_steps (task_id, idx, name, idempotency_key, state)
-			SELECT ins.id, s.idx, s.name, s.key, CASE WHEN ins.state = 'pending' THEN 'pending' ELSE 'skipped' END
+			SELECT ins.id, s.idx, s.name, s.key, CASE WHEN ins.state = 'cancelled' THEN 'skipped' ELSE 'pending' END
 			FROM ins, unnest($18::int[], $19::text[], $20::text[]) AS s(idx, name, key)
 		)
 		SELECT i.id, (SELECT id FROM existing), (SELECT request_hash FROM existing), (SELECT ok FROM room),
@@ -246,7 +294,9 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 		FROM (SELECT 1) one LEFT JOIN ins i ON true`,
 		p.TeamID, p.CreatedByID, string(p.Kind), p.Pipeline, []byte(params), p.Prompt, int16(p.Priority), maxAttempts,
 		p.DeadlineSeconds, p.IdempotencyKey, p.RequestHash, nullJSON(p.Webhook), p.MaxPending, secretJSON(p.SecretParams),
-		p.ConcurrencyKey, p.ConcurrencyPolicy, p.ID, st.idx, st.names, st.keys, p.TargetKey, p.RerunOf, p.Traceparent).Scan(&inserted, &existing, &res.existingHash, &res.room,
+		p.ConcurrencyKey, p.ConcurrencyPolicy, p.ID, st.idx, st.names, st.keys, p.TargetKey, p.RerunOf, p.Traceparent,
+		string(p.State), len(p.Events), encodeEvents(p.Events), rv.ID, rv.detail(), rv.Roles, rv.Timeout.Seconds(), rv.Required,
+		nullJSON(rv.Changes), p.Environment, p.PromotedFrom, nullJSON(p.Override), p.RunAfter).Scan(&inserted, &existing, &res.existingHash, &res.room,
 		&state, &created, &res.deadlineAt, &res.finishedAt, &res.error, &lastSeq)
 	if err != nil {
 		return res, interpretError(err)
@@ -353,4 +403,10 @@ func nullJSON(b json.RawMessage) any {
 		return nil
 	}
 	return []byte(b)
+}
+
+// detail is the environment approval's stored detail: its wait timer.
+func (r ReviewersParams) detail() []byte {
+	b, _ := json.Marshal(map[string]any{"environment": r.Environment, "wait_seconds": int(r.Wait.Seconds())})
+	return b
 }

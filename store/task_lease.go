@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"flightdeck/internal/wake"
+	"flightdeck/workflow/task"
 )
 
 // Lease identifies a claimed task and the token of that claim.
@@ -21,10 +22,11 @@ type LeaseStatus struct {
 	ID              string
 	CancelRequested bool
 	DeadlinePassed  bool
+	PauseRequested  bool
 }
 
-// TaskHeartbeat renews the leases owner still holds and reports cancels and
-// deadlines (the polling backup for NOTIFY). A lease missing from the result
+// TaskHeartbeat renews the leases owner still holds and reports cancels,
+// pause requests and deadlines (the polling backup for NOTIFY). A lease missing from the result
 // was lost: its worker must stop writing. Rows locked by a concurrent finish
 // are skipped rather than waited on (and reported alive), so a heartbeat
 // never deadlocks with a batch finish.
@@ -42,12 +44,13 @@ func (s *Store) TaskHeartbeat(ctx context.Context, leases []Lease, lease time.Du
 		), renewed AS (
 			UPDATE tasks t SET lease_expires_at = now() + make_interval(secs => $3)
 			FROM locked WHERE t.id = locked.id
-			RETURNING t.id, t.cancel_requested_at IS NOT NULL AS cancel, COALESCE(t.deadline_at < now(), false) AS deadline
+			RETURNING t.id, t.cancel_requested_at IS NOT NULL AS cancel, COALESCE(t.deadline_at < now(), false) AS deadline,
+				t.pause_requested_at IS NOT NULL AS pause
 		)
-		SELECT id, cancel, deadline FROM renewed
+		SELECT id, cancel, deadline, pause FROM renewed
 		UNION ALL
 		-- held but locked by a finish in flight: still ours
-		SELECT t.id, false, false FROM tasks t JOIN input i ON i.id = t.id AND t.lease_token = i.token
+		SELECT t.id, false, false, false FROM tasks t JOIN input i ON i.id = t.id AND t.lease_token = i.token
 		WHERE t.id NOT IN (SELECT id FROM renewed)`, ids, tokens, lease.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("error renewing leases: %w", interpretError(err))
@@ -56,7 +59,7 @@ func (s *Store) TaskHeartbeat(ctx context.Context, leases []Lease, lease time.Du
 	var out []LeaseStatus
 	for rows.Next() {
 		var st LeaseStatus
-		if err := rows.Scan(&st.ID, &st.CancelRequested, &st.DeadlinePassed); err != nil {
+		if err := rows.Scan(&st.ID, &st.CancelRequested, &st.DeadlinePassed, &st.PauseRequested); err != nil {
 			return nil, interpretError(err)
 		}
 		out = append(out, st)
@@ -64,53 +67,73 @@ func (s *Store) TaskHeartbeat(ctx context.Context, leases []Lease, lease time.Du
 	return out, interpretError(rows.Err())
 }
 
-// TaskRescue re-queues tasks whose lease expired (their worker died or lost
-// the database): attempt + 1 and back to claimable, or failed once
-// max_attempts starts are used up. Expiry is judged by the database clock.
-func (s *Store) TaskRescue(ctx context.Context, limit int) (int, error) {
-	rows, err := s.pool.Query(ctx, `
-		WITH expired AS (
-			SELECT id FROM tasks
-			WHERE lease_expires_at < now()
-			ORDER BY lease_expires_at
-			LIMIT $1
-			FOR UPDATE SKIP LOCKED
-		), rescued AS (
-			UPDATE tasks t SET
-				state = CASE
-					WHEN t.state = 'compensating' THEN 'compensating'
-					WHEN t.attempt >= t.max_attempts THEN 'failed'
-					ELSE 'pending' END,
-				attempt = t.attempt + 1,
-				error = CASE WHEN t.state <> 'compensating' AND t.attempt >= t.max_attempts
-					THEN 'worker lost ' || t.attempt || ' time(s); max_attempts reached' ELSE t.error END,
-				finished_at = CASE WHEN t.state <> 'compensating' AND t.attempt >= t.max_attempts THEN now() END,
-				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
-				last_seq = t.last_seq + CASE WHEN t.state <> 'compensating' AND t.attempt >= t.max_attempts THEN 2 ELSE 1 END
-			FROM expired WHERE t.id = expired.id
-			RETURNING t.id, t.state, t.attempt, t.last_seq
-		), rescue_events AS (
-			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT id, CASE WHEN state = 'failed' THEN last_seq - 1 ELSE last_seq END, last_seq,
-				jsonb_build_array(flightdeck_event('task.state', 'log',
-					'Worker lost; ' || CASE WHEN state = 'failed' THEN 'no attempts left' ELSE 'queued again' END,
-					jsonb_build_object('state', state, 'attempt', attempt)))
-				|| CASE WHEN state = 'failed' THEN jsonb_build_array(flightdeck_event('task.failed', 'error',
-					'Task failed: worker lost too many times', jsonb_build_object('state', state)))
-				ELSE '[]' END
-			FROM rescued
-		)
-		SELECT id, last_seq FROM rescued`, limit)
+// Stale is a task a maintenance sweep found: what deciding its fate needs.
+type Stale struct {
+	ID          string
+	Token       string // the lease it held ("" for none)
+	State       task.State
+	Attempt     int
+	MaxAttempts int
+}
+
+// TaskRescue finds up to limit tasks whose lease expired (their worker
+// died or lost the database; expiry by the database clock) and applies
+// what decide makes of each, in one transaction that locked them.
+func (s *Store) TaskRescue(ctx context.Context, limit int, decide func(Stale) TaskWrite) (int, error) {
+	return s.sweep(ctx, `
+		SELECT id, COALESCE(lease_token::text, '') AS token, state, attempt, max_attempts FROM tasks
+		WHERE lease_expires_at < now()
+		ORDER BY lease_expires_at
+		LIMIT $1
+		FOR UPDATE SKIP LOCKED`, limit, decide)
+}
+
+// TaskDeadlineSweep finds up to limit pending tasks that never started and
+// whose deadline passed, and applies what decide makes of each.
+func (s *Store) TaskDeadlineSweep(ctx context.Context, limit int, decide func(Stale) TaskWrite) (int, error) {
+	return s.sweep(ctx, `
+		SELECT id, '' AS token, state, attempt, max_attempts FROM tasks
+		WHERE state = 'pending' AND deadline_at < now() AND started_at IS NULL
+		LIMIT $1
+		FOR UPDATE SKIP LOCKED`, limit, decide)
+}
+
+// sweep locks the tasks query finds and applies decide's writes to them
+// in the same transaction.
+func (s *Store) sweep(ctx context.Context, query string, limit int, decide func(Stale) TaskWrite) (int, error) {
+	n := 0
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, query, limit)
+		if err != nil {
+			return interpretError(err)
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowToStructByName[staleRow])
+		if err != nil {
+			return interpretError(err)
+		}
+		if len(found) == 0 {
+			return nil
+		}
+		ws := make([]TaskWrite, len(found))
+		for i, f := range found {
+			ws[i] = decide(Stale{ID: f.ID, Token: f.Token, State: task.State(f.State), Attempt: f.Attempt, MaxAttempts: f.MaxAttempts})
+		}
+		written, err := taskApplyTx(ctx, tx, ws...)
+		n = len(written)
+		return err
+	})
 	if err != nil {
-		return 0, fmt.Errorf("error rescuing tasks: %w", interpretError(err))
+		return 0, fmt.Errorf("error sweeping tasks: %w", err)
 	}
-	notes, err := collectSeqs(rows)
-	if err != nil {
-		return 0, fmt.Errorf("error rescuing tasks: %w", err)
-	}
-	notes.Ready = len(notes.Events) > 0
-	s.wake.Send(notes)
-	return len(notes.Events), nil
+	return n, nil
+}
+
+type staleRow struct {
+	ID          string `db:"id"`
+	Token       string `db:"token"`
+	State       string `db:"state"`
+	Attempt     int    `db:"attempt"`
+	MaxAttempts int    `db:"max_attempts"`
 }
 
 // collectSeqs reads rows of (task id, last seq) as the wake-up that says

@@ -15,6 +15,7 @@ import (
 	"flightdeck/internal/dbtest"
 	"flightdeck/internal/testfactory"
 	"flightdeck/store"
+	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
 )
 
@@ -124,7 +125,7 @@ func TestClaimOrderAndFencing(t *testing.T) {
 		require.Equal(t, tk.ID, first[0].Task.ID)
 		// The lease expires (database clock) and the rescuer re-queues it.
 		require.Eventually(t, func() bool {
-			n, err := st.TaskRescue(ctx, 100)
+			n, err := st.TaskRescue(ctx, 100, queue.Rescue)
 			return err == nil && n > 0
 		}, 10*time.Second, 5*time.Millisecond)
 		second, err := st.TaskClaim(ctx, "w2", 1, time.Minute)

@@ -8,30 +8,55 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"flightdeck/internal/wake"
 	"flightdeck/workflow/task"
 )
 
-// TaskWrite is one write of a worker about a task it holds: events (with
-// the task's next seqs), step rows, and optionally a new state. With
-// Release the write ends the hold: the lease is cleared and State is where
-// the task rests (completed, failed, cancelled, needs_attention, pending or
-// compensating to hand it back, awaiting_*, scheduled). It is applied only
-// while Token is still the task's lease token: a stale owner writes nothing.
+// TaskWrite is one change of a task's row with the events it brings: the
+// only way a task's state, progress and events change after its insert.
+// Workers make them fenced by their lease token (Token); a person's or the
+// system's change (a cancel, a decision, the rescuer) has no Token and is
+// made in a transaction that locked the row first. With Release the write
+// ends a worker's hold: the lease is cleared and State is where the task
+// rests (completed, failed, cancelled, needs_attention, pending or
+// compensating to hand it back, awaiting_*, scheduled).
 type TaskWrite struct {
 	ID    string
-	Token string
+	Token string     // the lease token the write is fenced by; "" for none
 	State task.State // "" keeps the state
-	// Release clears the lease; Error, Result and RunAfter go with it.
+	// Release clears the lease; RunAfter goes with it.
 	Release  bool
-	Error    *string
+	Error    *string // the task's error (nil keeps it)
+	KeepErr  bool    // with Error: only if the task has none yet
 	Result   json.RawMessage
-	RunAfter *time.Time // with State scheduled: when to run again
+	RunAfter *time.Time // with State scheduled: when it runs (nil keeps it, but a Release clears it)
 	// BumpAttempt counts this run as a failed start (a handler panic), like
 	// a worker that died.
 	BumpAttempt bool
-	Events      []task.Event
-	Steps       []StepSave
+	Cancel      bool          // cancel_requested_at, if not set yet
+	Priority    task.Priority // 0 keeps the priority
+	// Progress sets the progress step outright (an agent's iteration);
+	// nil adds the steps the events complete.
+	Progress *int
+	Events   []task.Event
+	Steps    []StepSave
+	// What a worker parks with, written in the same transaction.
+	Approvals *ApprovalPark
+	Question  *QuestionPark
+	Agent     *AgentSave
+	// Run control (contract §10). Pause asks a running task to pause
+	// (pause_requested_at, if not set yet); Resumed ends a pause, clearing
+	// the request and a failed step's decision. With Release and State
+	// paused, FailedStep is the step a person must decide about (nil for a
+	// person's pause) and DecisionTimeout how long they have (from the
+	// database's clock; 0 for no deadline). A request lasts while the task
+	// runs or waits to run again, and ends with any other state.
+	Pause           bool
+	Resumed         bool
+	FailedStep      *task.FailedStep
+	DecisionTimeout time.Duration
 }
 
 // Written is what a write left: the task's state and its last seq.
@@ -40,60 +65,140 @@ type Written struct {
 	LastSeq int
 }
 
-// TaskWrites applies many workers' writes in one statement and one
-// transaction (the queue's batched writer: a write costs its rows, not a
-// round trip and a commit of its own) and returns, per task id, what each
-// applied write left; a write whose lease was lost is missing from it. A
-// batch holds at most one write per task. Tasks are updated in id order, as
-// concurrent batches and claims lock rows, so they do not deadlock.
+// parks reports whether w writes more than the task row, events and steps.
+func (w *TaskWrite) parks() bool { return w.Approvals != nil || w.Question != nil || w.Agent != nil }
+
+// TaskWrites applies many workers' writes in one transaction (the queue's
+// batched writer: a write costs its rows, not a round trip and a commit of
+// its own) and returns, per task id, what each applied write left; a write
+// whose lease was lost is missing from it. A batch holds at most one write
+// per task. Writes that park a task (approvals, a question, the agent's
+// state) add their rows in the same transaction.
 func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Written, error) {
 	if len(ws) == 0 {
 		return nil, nil
 	}
+	if !slices.ContainsFunc(ws, func(w TaskWrite) bool { return w.parks() || w.State.Terminal() }) {
+		out, _, notes, err := taskApply(ctx, s.pool, ws)
+		if err != nil {
+			return nil, err
+		}
+		s.wake.Send(notes)
+		return out, nil
+	}
+	var out map[string]Written
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		ws = slices.Clone(ws)
+		slices.SortFunc(ws, func(a, b TaskWrite) int { return cmp.Compare(a.ID, b.ID) })
+		lost := map[string]bool{}
+		for i := range ws {
+			if !ws[i].parks() {
+				continue
+			}
+			ok, err := parkRows(ctx, tx, &ws[i])
+			if err != nil {
+				return err
+			}
+			lost[ws[i].ID] = !ok
+		}
+		ws = slices.DeleteFunc(ws, func(w TaskWrite) bool { return lost[w.ID] })
+		var err error
+		out, err = taskApplyTx(ctx, tx, ws...)
+		if err != nil {
+			return err
+		}
+		for _, w := range ws {
+			if _, ok := out[w.ID]; ok && w.Agent != nil {
+				if err := agentStateUpsert(ctx, tx, w.ID, *w.Agent); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// taskApplyTx applies ws in tx (for a person's or the system's change, tx
+// locked the rows first) and keeps the rollups and environments of the
+// tasks they end.
+func taskApplyTx(ctx context.Context, tx pgx.Tx, ws ...TaskWrite) (map[string]Written, error) {
+	out, ended, notes, err := taskApply(ctx, tx, ws)
+	if err != nil {
+		return nil, err
+	}
+	if err := taskEnded(ctx, tx, ended); err != nil {
+		return nil, err
+	}
+	noteTx(tx, notes)
+	return out, nil
+}
+
+// rowsQuerier runs a statement that returns rows, on a pool or in a transaction.
+type rowsQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// taskApply is the one statement that changes tasks after their insert and
+// appends their events: it counts each task's seqs (last_seq) and writes
+// the events, encoded by the one codec, as one batch row per task, so a
+// state change and its events always commit together (invariant 6). Tasks
+// are updated in id order, as concurrent batches and claims lock rows, so
+// they do not deadlock. It returns what it applied, the tasks it ended
+// (whose rollups the caller keeps, taskEnded) and what to announce.
+func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]Written, []Ended, wake.Notes, error) {
 	ws = slices.Clone(ws)
 	slices.SortFunc(ws, func(a, b TaskWrite) int { return cmp.Compare(a.ID, b.ID) })
 	n := len(ws)
-	ids, tokens, states := make([]string, n), make([]string, n), make([]string, n)
-	release, bump := make([]bool, n), make([]bool, n)
-	errs, results, runAfter := make([]*string, n), make([][]byte, n), make([]*time.Time, n)
-	counts, done, total := make([]int32, n), make([]int32, n), make([]int32, n)
-	events := make([][]byte, n)
+	var in applyArrays
+	in.grow(n)
 	var st stepArrays
-	for i, w := range ws {
-		ids[i], tokens[i], states[i], release[i], bump[i] = w.ID, w.Token, string(w.State), w.Release, w.BumpAttempt
-		errs[i], runAfter[i] = w.Error, w.RunAfter
-		if len(w.Result) > 0 {
-			results[i] = w.Result
-		}
-		d, tot := progressOf(w.Events)
-		counts[i], done[i], total[i], events[i] = int32(len(w.Events)), int32(d), int32(tot), encodeEvents(w.Events)
+	for _, w := range ws {
+		in.add(w)
 		for _, s := range w.Steps {
 			st.add(w.ID, s)
 		}
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := q.Query(ctx, `
 		WITH input AS (
-			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::text[], $6::jsonb[], $7::timestamptz[],
-				$8::bool[], $9::int[], $10::int[], $11::int[], $12::jsonb[])
-				AS i(id, token, state, release, error, result, run_after, bump, n, done, total, events)
+			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::text[], $6::bool[], $7::jsonb[],
+				$8::timestamptz[], $9::bool[], $10::bool[], $11::bool[], $12::smallint[], $13::int[], $14::int[], $15::int[],
+				$16::int[], $17::jsonb[], $30::bool[], $31::bool[], $32::bool[], $33::jsonb[], $34::float8[])
+				AS i(id, token, state, release, error, keep_error, result, run_after, bump, finished, cancel, priority,
+					progress, n, done, total, events, waits, pause, resumed, failed_step, decision_secs)
 		), written AS (
 			UPDATE tasks t SET
 				state = COALESCE(NULLIF(i.state, ''), t.state),
-				-- a cancel keeps the reason recorded when it was asked for
-				error = CASE WHEN i.state = 'cancelled' THEN COALESCE(t.error, i.error) ELSE COALESCE(i.error, t.error) END,
+				error = CASE WHEN i.error IS NULL THEN t.error WHEN i.keep_error THEN COALESCE(t.error, i.error) ELSE i.error END,
 				result = COALESCE(i.result, t.result),
-				run_after = CASE WHEN i.release THEN i.run_after ELSE t.run_after END,
+				run_after = CASE WHEN i.release OR i.run_after IS NOT NULL THEN i.run_after ELSE t.run_after END,
 				attempt = t.attempt + CASE WHEN i.bump THEN 1 ELSE 0 END,
-				finished_at = CASE WHEN i.state IN ('completed', 'failed', 'cancelled') THEN now() ELSE t.finished_at END,
+				finished_at = CASE WHEN i.finished THEN now() ELSE t.finished_at END,
+				cancel_requested_at = CASE WHEN i.cancel THEN COALESCE(t.cancel_requested_at, now()) ELSE t.cancel_requested_at END,
+				priority = COALESCE(NULLIF(i.priority, 0), t.priority),
 				lease_owner = CASE WHEN i.release THEN NULL ELSE t.lease_owner END,
 				lease_token = CASE WHEN i.release THEN NULL ELSE t.lease_token END,
 				lease_expires_at = CASE WHEN i.release THEN NULL ELSE t.lease_expires_at END,
+				pause_requested_at = CASE WHEN i.pause THEN COALESCE(t.pause_requested_at, now())
+					WHEN i.resumed OR COALESCE(NULLIF(i.state, ''), t.state) NOT IN ('running', 'pending') THEN NULL
+					ELSE t.pause_requested_at END,
+				failed_step = CASE WHEN i.resumed THEN NULL WHEN i.release THEN i.failed_step ELSE t.failed_step END,
+				decision_expires_at = CASE WHEN i.resumed THEN NULL
+					WHEN i.release AND i.decision_secs > 0 THEN now() + make_interval(secs => i.decision_secs)
+					WHEN i.release THEN NULL ELSE t.decision_expires_at END,
 				last_seq = t.last_seq + i.n,
-				progress_step = t.progress_step + i.done,
-				progress_total = GREATEST(t.progress_total, i.total)
+				progress_step = COALESCE(i.progress, t.progress_step + i.done),
+				progress_total = GREATEST(t.progress_total, i.total),
+				-- time spent waiting for people is not run time
+				waiting_since = CASE WHEN i.state = '' THEN t.waiting_since WHEN i.waits THEN COALESCE(t.waiting_since, now()) END,
+				waited_ms = t.waited_ms + CASE WHEN i.state <> '' AND NOT i.waits AND t.waiting_since IS NOT NULL
+					THEN GREATEST(0, (extract(epoch FROM now() - t.waiting_since) * 1000)::bigint) ELSE 0 END
 			FROM input i
-			WHERE t.id = i.id AND t.lease_token = i.token
-			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed
+			WHERE t.id = i.id AND (i.token IS NULL OR t.lease_token = i.token)
+			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed, i.finished,
+				t.team_id, t.kind, t.pipeline, t.created_at, t.started_at, t.finished_at, t.waited_ms, t.target_key,
+				CASE WHEN i.finished THEN t.pipeline || ' ' || COALESCE(t.target_key, t.concurrency_key, (t.params - 'version')::text) END AS restore_target,
+				CASE WHEN i.finished THEN t.params::text END AS params
 		), written_events AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
 			SELECT id, last_seq - n + 1, last_seq, events FROM written WHERE n > 0
@@ -101,48 +206,125 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 			INSERT INTO task_steps AS ts (task_id, idx, name, idempotency_key, state, attempt, compensation_attempt,
 				output, error, started_at, finished_at, compensated_at)
 			SELECT s.task_id, s.idx, s.name, s.key, s.state, s.attempt, s.comp_attempt, s.output, s.error,
-				CASE WHEN s.started THEN now() END, CASE WHEN s.finished THEN now() END, CASE WHEN s.compensated THEN now() END
-			FROM unnest($13::uuid[], $14::int[], $15::text[], $16::text[], $17::text[], $18::int[], $19::int[],
-				$20::jsonb[], $21::text[], $22::bool[], $23::bool[], $24::bool[])
+				s.started, s.finished, s.compensated
+			FROM unnest($18::uuid[], $19::int[], $20::text[], $21::text[], $22::text[], $23::int[], $24::int[],
+				$25::jsonb[], $26::text[], $27::timestamptz[], $28::timestamptz[], $29::timestamptz[])
 				AS s(task_id, idx, name, key, state, attempt, comp_attempt, output, error, started, finished, compensated)
 			WHERE s.task_id IN (SELECT id FROM written)
 			ON CONFLICT (task_id, idx) DO UPDATE SET
+				-- a save is the whole row as its handler keeps it
 				state = excluded.state, attempt = excluded.attempt, compensation_attempt = excluded.compensation_attempt,
-				output = COALESCE(excluded.output, ts.output), error = excluded.error,
-				-- the first attempt's start: a step's duration spans its retries
-				started_at = COALESCE(ts.started_at, excluded.started_at),
-				finished_at = COALESCE(excluded.finished_at, ts.finished_at),
-				compensated_at = COALESCE(excluded.compensated_at, ts.compensated_at)
+				output = excluded.output, error = excluded.error, started_at = excluded.started_at,
+				finished_at = excluded.finished_at, compensated_at = excluded.compensated_at
 		)
-		SELECT id, state, last_seq, keyed FROM written`,
-		ids, tokens, states, release, errs, results, runAfter, bump, counts, done, total, events,
+		SELECT id, state, last_seq, keyed, finished, team_id, kind, pipeline, created_at, started_at, finished_at, waited_ms,
+			target_key, restore_target, params FROM written`,
+		in.ids, in.tokens, in.states, in.release, in.errs, in.keepErr, in.results, in.runAfter, in.bump, in.finished,
+		in.cancel, in.priority, in.progress, in.counts, in.done, in.total, in.events,
 		st.taskIDs, st.idx, st.names, st.keys, st.states, st.attempts, st.compAttempts, st.outputs, st.errs,
-		st.started, st.finished, st.compensated)
+		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs)
 	if err != nil {
-		return nil, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
 	defer rows.Close()
 	out := make(map[string]Written, n)
+	var ended []Ended
 	notes := wake.Notes{Events: make([]wake.TaskSeq, 0, n)}
 	for rows.Next() {
-		var id, state string
+		var id, state, teamID, kind, pipeline string
 		var seq int
-		var keyed bool
-		if err := rows.Scan(&id, &state, &seq, &keyed); err != nil {
-			return nil, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		var keyed, finished bool
+		var created time.Time
+		var started, finishedAt *time.Time
+		var waited int64
+		var targetKey, restoreTarget, params *string
+		if err := rows.Scan(&id, &state, &seq, &keyed, &finished, &teamID, &kind, &pipeline, &created, &started, &finishedAt,
+			&waited, &targetKey, &restoreTarget, &params); err != nil {
+			return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 		}
 		out[id] = Written{State: task.State(state), LastSeq: seq}
+		if finished && finishedAt != nil {
+			ended = append(ended, Ended{ID: id, TeamID: teamID, Kind: task.Kind(kind), Pipeline: pipeline, State: task.State(state),
+				CreatedAt: created, StartedAt: started, FinishedAt: *finishedAt, WaitedMS: waited, TargetKey: deref(targetKey),
+				RestoreTarget: deref(restoreTarget), Params: deref(params)})
+		}
 		notes.Events = append(notes.Events, wake.TaskSeq{ID: id, Seq: seq})
 		// tasks handed back can be claimed at once, and so can the next
 		// task of a concurrency key its holder gave up
-		notes.Ready = notes.Ready || state == string(task.StatePending) || state == string(task.StateCompensating) ||
-			keyed && task.State(state).Terminal()
+		notes.Ready = notes.Ready || task.State(state).Claimable() || keyed && task.State(state).Terminal()
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
-	s.wake.Send(notes)
-	return out, nil
+	return out, ended, notes, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// applyArrays are TaskWrites as the parallel arrays unnest wants.
+type applyArrays struct {
+	ids, states                                     []string
+	tokens, errs                                    []*string
+	release, keepErr, bump, finished, cancel, waits []bool
+	pause, resumed                                  []bool
+	results, events, failedSteps                    [][]byte
+	decisionSecs                                    []float64
+	runAfter                                        []*time.Time
+	priority                                        []int16
+	progress                                        []*int32
+	counts, done, total                             []int32
+}
+
+func (a *applyArrays) grow(n int) {
+	a.ids, a.states, a.tokens, a.errs = make([]string, 0, n), make([]string, 0, n), make([]*string, 0, n), make([]*string, 0, n)
+	a.release, a.keepErr, a.bump = make([]bool, 0, n), make([]bool, 0, n), make([]bool, 0, n)
+	a.finished, a.cancel = make([]bool, 0, n), make([]bool, 0, n)
+	a.results, a.events, a.runAfter = make([][]byte, 0, n), make([][]byte, 0, n), make([]*time.Time, 0, n)
+	a.priority, a.progress = make([]int16, 0, n), make([]*int32, 0, n)
+	a.counts, a.done, a.total = make([]int32, 0, n), make([]int32, 0, n), make([]int32, 0, n)
+}
+
+func (a *applyArrays) add(w TaskWrite) {
+	var token *string
+	if w.Token != "" {
+		token = &w.Token
+	}
+	var result []byte
+	if len(w.Result) > 0 {
+		result = w.Result
+	}
+	var progress *int32
+	if w.Progress != nil {
+		p := int32(*w.Progress)
+		progress = &p
+	}
+	d, tot := progressOf(w.Events)
+	if w.Agent != nil {
+		// an agent's progress is its iteration of its budget
+		p := int32(w.Agent.State.Iteration)
+		progress, tot = &p, max(tot, w.Agent.Budget)
+	}
+	a.ids, a.tokens, a.states = append(a.ids, w.ID), append(a.tokens, token), append(a.states, string(w.State))
+	// a cancel keeps the reason recorded when it was asked for
+	keep := w.KeepErr || w.State == task.StateCancelled
+	a.release, a.errs, a.keepErr = append(a.release, w.Release), append(a.errs, w.Error), append(a.keepErr, keep)
+	a.results, a.runAfter, a.bump = append(a.results, result), append(a.runAfter, w.RunAfter), append(a.bump, w.BumpAttempt)
+	a.finished, a.cancel = append(a.finished, w.State.Terminal()), append(a.cancel, w.Cancel)
+	a.waits = append(a.waits, w.State.WaitsForPerson())
+	a.priority, a.progress = append(a.priority, int16(w.Priority)), append(a.progress, progress)
+	a.counts, a.done, a.total = append(a.counts, int32(len(w.Events))), append(a.done, int32(d)), append(a.total, int32(tot))
+	a.events = append(a.events, encodeEvents(w.Events))
+	var failed []byte
+	if w.FailedStep != nil {
+		failed, _ = json.Marshal(w.FailedStep)
+	}
+	a.pause, a.resumed = append(a.pause, w.Pause), append(a.resumed, w.Resumed)
+	a.failedSteps, a.decisionSecs = append(a.failedSteps, failed), append(a.decisionSecs, w.DecisionTimeout.Seconds())
 }
 
 // progressOf is what events add to a task's progress: the steps they
@@ -163,7 +345,7 @@ type stepArrays struct {
 	idx, attempts, compAttempts    []int32
 	outputs                        [][]byte
 	errs                           []*string
-	started, finished, compensated []bool
+	started, finished, compensated []*time.Time
 }
 
 func (c *stepArrays) add(taskID string, s StepSave) {
@@ -175,5 +357,5 @@ func (c *stepArrays) add(taskID string, s StepSave) {
 	c.keys, c.states = append(c.keys, s.IdempotencyKey), append(c.states, string(s.State))
 	c.attempts, c.compAttempts = append(c.attempts, int32(s.Attempt)), append(c.compAttempts, int32(s.CompensationAttempt))
 	c.outputs, c.errs = append(c.outputs, out), append(c.errs, s.Error)
-	c.started, c.finished, c.compensated = append(c.started, s.Started), append(c.finished, s.Finished), append(c.compensated, s.Compensated)
+	c.started, c.finished, c.compensated = append(c.started, s.StartedAt), append(c.finished, s.FinishedAt), append(c.compensated, s.CompensatedAt)
 }

@@ -8,15 +8,30 @@ import (
 	"flightdeck/internal/auth"
 )
 
-// TokenCreate stores an API token's hash for the user with that email.
+// TokenActor is who the audit log names for token changes made with the
+// command line (an operator on the server, not a signed-in person).
+const TokenActor = "cli"
+
+// TokenCreate stores an API token's hash for the user with that email,
+// and a token.created entry in the audit log of each of the user's teams,
+// in one statement.
 func (s *Store) TokenCreate(ctx context.Context, email, name string, hash []byte) error {
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO api_tokens (user_id, name, hash)
-		SELECT id, $2, $3 FROM users WHERE email = $1`, email, name, hash)
+	var n int
+	err := s.pool.QueryRow(ctx, `
+		WITH ins AS (
+			INSERT INTO api_tokens (user_id, name, hash)
+			SELECT id, $2, $3 FROM users WHERE email = $1
+			RETURNING user_id
+		), audit AS (
+			INSERT INTO audit_log (team_id, actor, action, target, data)
+			SELECT m.team_id, $4, 'token.created', '', jsonb_build_object('email', $1::text, 'name', $2::text)
+			FROM ins JOIN memberships m ON m.user_id = ins.user_id
+		)
+		SELECT count(*) FROM ins`, email, name, hash, TokenActor).Scan(&n)
 	if err != nil {
 		return interpretError(err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return ErrNotFound
 	}
 	return nil
@@ -29,13 +44,23 @@ func (s *Store) TokenRevoke(ctx context.Context, email, name string) (int64, err
 	if err := s.pool.QueryRow(ctx, `SELECT id FROM users WHERE email = $1`, email).Scan(&userID); err != nil {
 		return 0, interpretError(err)
 	}
-	tag, err := s.pool.Exec(ctx, `
-		UPDATE api_tokens SET revoked_at = now()
-		WHERE user_id = $1 AND revoked_at IS NULL AND ($2 = '' OR name = $2)`, userID, name)
+	var n int64
+	err := s.pool.QueryRow(ctx, `
+		WITH upd AS (
+			UPDATE api_tokens SET revoked_at = now()
+			WHERE user_id = $1 AND revoked_at IS NULL AND ($2 = '' OR name = $2)
+			RETURNING name
+		), audit AS (
+			INSERT INTO audit_log (team_id, actor, action, target, data)
+			SELECT m.team_id, $3, 'token.revoked', '', jsonb_build_object('email', $4::text, 'name', $2::text,
+				'revoked', (SELECT count(*) FROM upd))
+			FROM memberships m WHERE m.user_id = $1 AND EXISTS (SELECT 1 FROM upd)
+		)
+		SELECT count(*) FROM upd`, userID, name, TokenActor, email).Scan(&n)
 	if err != nil {
 		return 0, interpretError(err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }
 
 // TokenUser returns the user of a live (not revoked) token. Revocation takes

@@ -59,8 +59,9 @@ func (s *Store) WorkerList(ctx context.Context) ([]Worker, error) {
 }
 
 // TaskMaintain does the periodic housekeeping any node may do: promote
-// scheduled tasks whose time came, fail pending tasks past their deadline,
-// and forget idempotency keys older than keyTTL.
+// scheduled tasks whose time came, expire approvals past their time, roll
+// back overdue failed-step decisions, and forget idempotency keys older
+// than keyTTL.
 func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
 	var promoted int
 	err := s.pool.QueryRow(ctx, `
@@ -76,31 +77,10 @@ func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
 	if promoted > 0 {
 		s.wake.Send(readyNote)
 	}
-	rows, err := s.pool.Query(ctx, `
-		WITH expired AS (
-			SELECT id FROM tasks WHERE state = 'pending' AND deadline_at < now() AND started_at IS NULL
-			LIMIT 1000 FOR UPDATE SKIP LOCKED
-		), upd AS (
-			UPDATE tasks t SET state = 'failed', finished_at = now(), error = 'deadline passed before the task started',
-				last_seq = t.last_seq + 1
-			FROM expired WHERE t.id = expired.id
-			RETURNING t.id, t.last_seq
-		), ev AS (
-			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT id, last_seq, last_seq,
-				'[{"type":"task.failed","status":"error","message":"Task failed: deadline passed before it started","data":{"state":"failed"}}]'
-			FROM upd
-		)
-		SELECT id, last_seq FROM upd`)
-	if err != nil {
-		return interpretError(err)
-	}
-	notes, err := collectSeqs(rows)
-	if err != nil {
+	if _, err := s.ApprovalExpire(ctx); err != nil {
 		return err
 	}
-	s.wake.Send(notes)
-	if _, err := s.ApprovalExpire(ctx); err != nil {
+	if _, err := s.TaskDecisionExpire(ctx); err != nil {
 		return err
 	}
 	_, err = s.pool.Exec(ctx, `

@@ -13,6 +13,7 @@ import (
 	"flightdeck/workflow/action/local"
 	"flightdeck/workflow/agent"
 	"flightdeck/workflow/artifact"
+	"flightdeck/workflow/environment"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/saga"
@@ -33,7 +34,10 @@ func taskHandlers(cfg config.Config, st *store.Store, catalog *pipeline.Catalog,
 		lp.Register(actions)
 	}
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: actions, Logger: logger,
-		Artifacts: artifactSink{artifact.New(st, cfg.ArtifactMaxBytes)}, Secrets: cfg.SecretValues})
+		Artifacts: artifactSink{artifact.New(st, cfg.ArtifactMaxBytes)}, Secrets: cfg.SecretValues,
+		Freezes: func(ctx context.Context, teamID, env string, at time.Time) ([]environment.Span, error) {
+			return saga.APIFreezes(ctx, st, teamID, env, at)
+		}})
 	handlers := map[task.Kind]queue.Handler{task.KindDeploy: runner}
 	if cfg.AgentsEnabled() {
 		handlers[task.KindAgent] = agent.NewRunner(agentConfig(cfg, st, catalog, logger))
@@ -51,7 +55,7 @@ func agentConfig(cfg config.Config, st *store.Store, catalog *pipeline.Catalog, 
 			WallClockSeconds: int(a.MaxWall / time.Second)},
 		Retry: agent.RetryConfig{Attempts: a.LLMAttempts, RequestTimeout: a.LLMTimeout, BackoffBase: a.LLMBackoff,
 			BackoffMax: a.LLMBackoffMax, BreakerThreshold: a.LLMBreakerThreshold, BreakerCooldown: a.LLMBreakerCooldown},
-		Catalog: catalog, Artifacts: artifact.New(st, cfg.ArtifactMaxBytes), MaxPending: cfg.MaxPending,
+		Catalog: catalog, Store: st, Artifacts: artifact.New(st, cfg.ArtifactMaxBytes), MaxPending: cfg.MaxPending,
 		Secrets: cfg.SecretValues, Logger: logger,
 	}
 }
@@ -75,7 +79,20 @@ func loadCatalog(cfg config.Config) (*pipeline.Catalog, error) {
 		}
 		all = append(all, loaded...)
 	}
-	return pipeline.NewCatalog(all...)
+	catalog, err := pipeline.NewCatalog(all...)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := pipeline.LoadEnvironments(cfg.PipelinesDir)
+	if err != nil {
+		return nil, fmt.Errorf("FLIGHTDECK_PIPELINES: %w", err)
+	}
+	if cfg.PipelinesDir == "" && cfg.Dev {
+		// the demo shows protected environments (go tool task run)
+		rules = pipeline.DemoEnvironments()
+	}
+	catalog.SetEnvironments(rules)
+	return catalog, nil
 }
 
 // localProvider is the local provider of this node.

@@ -30,7 +30,7 @@ test('every dashboard number links to the tasks it counts; cancelled is not fail
   const cancelled = await submit(dev, 'approval-demo');
   await expect(state(dev)).toHaveAttribute('data-state', 'awaiting_approval');
   await dev.getByTestId('cancel-open').click();
-  await dev.getByTestId('cancel-confirm').click();
+  await dev.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(state(dev)).toHaveAttribute('data-state', 'cancelled');
 
   await dev.goto('/dashboard');

@@ -88,6 +88,7 @@ test('a production deploy waits for a second person, who approves it live', asyn
   await approver.goto(`/tasks/${id}`);
   await approver.getByTestId('approval-comment').fill('prod window open');
   await approver.getByTestId('approve').click();
+  await approver.getByTestId('confirm-ok').click(); // the dialog asks first
 
   // The requester's page follows without a reload, to the end.
   await expect(state).toHaveAttribute('data-state', 'completed');
@@ -106,7 +107,7 @@ test('cancelling a production deploy undoes its steps in reverse order', async (
   const id = await deployTo(dev, `${app}c`, '3.0.0', 'production');
   await expect(state).toHaveAttribute('data-state', 'awaiting_approval');
   await dev.getByTestId('cancel-open').click();
-  await dev.getByTestId('cancel-confirm').click();
+  await dev.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(state).toHaveAttribute('data-state', 'cancelled');
   const lane = dev.locator('[data-testid="compensation-row"]');
   await expect(lane).toHaveCount(2);

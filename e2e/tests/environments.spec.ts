@@ -46,6 +46,7 @@ test('environments after two deploys and a rollback', async ({ browser }) => {
   // Roll back: a re-run of the previous deploy, through the normal submit.
   await expect(target.getByTestId('env-rollback')).toHaveText('Roll back to 1.0.0');
   await target.getByTestId('env-rollback').click();
+  await target.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(dev).toHaveURL(/\/tasks\/[0-9a-f-]{36}$/);
   const rollback = dev.url().split('/').pop()!;
   expect(rollback).not.toBe(v1);

@@ -29,6 +29,7 @@ test('approvals say what changes and who decides; the badge counts them; the cre
   await expect(item.getByTestId('inbox-change')).toContainText('version 1.0.0');
   await expect(item.getByTestId('inbox-change')).toContainText('first deploy of this target');
   await item.getByTestId('inbox-approve').click();
+  await item.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(approver.getByTestId('flash')).toContainText('Approved.');
   await dev.goto(`/tasks/${first}`);
   await expect(dev.locator('#task-state [data-testid="state-badge"]')).toHaveAttribute('data-state', 'completed');
@@ -67,6 +68,7 @@ test('approvals say what changes and who decides; the badge counts them; the cre
   await approver.setViewportSize({ width: 1400, height: 1000 });
   await approver.goto('/approvals');
   await approver.locator(`[data-testid="inbox-item"][data-task="${second}"]`).getByTestId('inbox-reject').click();
+  await approver.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(approver.getByTestId('flash')).toContainText('Rejected');
   expect(await badge(approver)).toBe(before);
 });

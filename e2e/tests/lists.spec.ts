@@ -29,7 +29,7 @@ test('the task list filters and follows state changes live', async ({ browser })
 
   // The requester cancels; the admin's list follows without a reload.
   await dev.getByTestId('cancel-open').click();
-  await dev.getByTestId('cancel-confirm').click();
+  await dev.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(row).toHaveAttribute('data-state', 'cancelled');
   await expect(row.getByTestId('state-badge')).toHaveText('cancelled');
 
@@ -63,7 +63,7 @@ test('the task list catches up after its socket drops', async ({ browser }) => {
   await sockets[0].close({ code: 1012, reason: 'dropped by the test' });
   await expect.poll(() => sockets.length).toBe(2);
   await dev.getByTestId('cancel-open').click();
-  await dev.getByTestId('cancel-confirm').click();
+  await dev.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(dev.locator('#task-state [data-testid="state-badge"]')).toHaveAttribute('data-state', 'cancelled');
   await expect(row).toHaveAttribute('data-state', 'awaiting_approval'); // no socket: still as it was
   // A task submitted through the API while the socket is down is
@@ -101,6 +101,7 @@ test('an approver decides from "Needs my approval"', async ({ browser }) => {
   await approver.screenshot({ path: 'test-results/approvals-inbox.png', fullPage: true });
   await item.getByTestId('inbox-comment').fill('ship it');
   await item.getByTestId('inbox-approve').click();
+  await item.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(approver.getByTestId('flash')).toContainText('Approved.');
   await expect(item).toHaveCount(0);
 

@@ -23,6 +23,7 @@ test('an approver approves live; the requester cannot; the page updates without 
   await approver.goto(url);
   await approver.getByTestId('approval-comment').fill('ship it');
   await approver.getByTestId('approve').click();
+  await approver.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(approver.getByTestId('flash')).toContainText('Approved.');
 
   // The requester's page follows over its socket.
@@ -39,7 +40,7 @@ test('cancel while waiting undoes the completed step', async ({ browser }) => {
   const state = dev.locator('#task-state [data-testid="state-badge"]');
   await expect(state).toHaveAttribute('data-state', 'awaiting_approval');
   await dev.getByTestId('cancel-open').click();
-  await dev.getByTestId('cancel-confirm').click();
+  await dev.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(state).toHaveAttribute('data-state', 'cancelled');
   await expect(dev.locator('[data-testid="compensation-row"][data-step="prepare"]')).toHaveAttribute('data-state', 'compensated');
   await expect(dev.getByTestId('task-error')).toContainText('cancelled by dev@demo.local');

@@ -75,6 +75,7 @@ test('the agent reads, proposes a rollback, and runs it once the user approves i
 
   // The task's creator confirms the agent's call.
   await dev.getByTestId('approve').click();
+  await dev.getByTestId('confirm-ok').click(); // the dialog asks first
   await expect(state).toHaveAttribute('data-state', 'completed');
   await expect(dev.getByTestId('agent-answer')).toContainText('Rolled <b>shop</b> back to 1.0.0 in staging.');
   await expect(dev.locator('[data-testid="agent-answer"] b')).toHaveCount(0);

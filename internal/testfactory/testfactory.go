@@ -85,12 +85,18 @@ func AwaitingApproval(t testing.TB, st *store.Store, taskID string, roles []stri
 // tool_call).
 func AwaitingApprovalOf(t testing.TB, st *store.Store, taskID string, roles []string, kind string) store.Approval {
 	t.Helper()
-	aps, err := st.ApprovalPark(t.Context(), taskID, claim(t, st, taskID), store.ApprovalParkParams{
-		Steps: []store.ApprovalStep{{Idx: 1, Name: "release", Attempt: 1}}, Roles: roles, Timeout: time.Hour, Kind: kind})
-	if err != nil || len(aps) != 1 {
-		t.Fatalf("error parking for approval: %v (%d approvals)", err, len(aps))
+	written, err := st.TaskWrites(t.Context(), []store.TaskWrite{{ID: taskID, Token: claim(t, st, taskID),
+		State: task.StateAwaitingApproval, Release: true,
+		Approvals: &store.ApprovalPark{Steps: []store.ApprovalStep{{Idx: 1, Name: "release", Attempt: 1}}, Roles: roles, Timeout: time.Hour, Kind: kind},
+		Events:    []task.Event{{Type: task.EventTaskState, Status: task.StatusApproval, Message: "Waiting for approval"}}}})
+	if err != nil || len(written) != 1 {
+		t.Fatalf("error parking for approval: %v (%d written)", err, len(written))
 	}
-	return aps[0]
+	a, err := st.ApprovalLatest(t.Context(), taskID, 1)
+	if err != nil {
+		t.Fatalf("error reading the approval: %v", err)
+	}
+	return *a
 }
 
 // Completed claims the pending task taskID as a worker would and ends it

@@ -27,10 +27,13 @@ const (
 	// TaskCancel: running tasks were asked to stop and compensate. Payload
 	// Cancel.
 	TaskCancel Topic = "task_cancel"
+	// TaskPause: running tasks were asked to pause after the step they are
+	// in. Payload Cancel.
+	TaskPause Topic = "task_pause"
 )
 
 // Topics are every topic, for LISTEN.
-var Topics = []Topic{TaskReady, TaskEvents, TaskCancel}
+var Topics = []Topic{TaskReady, TaskEvents, TaskCancel, TaskPause}
 
 // Ready is TaskReady's payload: the buses that sent it (a process skips the
 // wake-ups its own bus already delivered in memory).
@@ -59,6 +62,7 @@ type Notes struct {
 	Ready  bool
 	Events []TaskSeq
 	Cancel []string
+	Pause  []string
 }
 
 // Add merges o into n.
@@ -66,9 +70,12 @@ func (n *Notes) Add(o Notes) {
 	n.Ready = n.Ready || o.Ready
 	n.Events = append(n.Events, o.Events...)
 	n.Cancel = append(n.Cancel, o.Cancel...)
+	n.Pause = append(n.Pause, o.Pause...)
 }
 
-func (n Notes) empty() bool { return !n.Ready && len(n.Events) == 0 && len(n.Cancel) == 0 }
+func (n Notes) empty() bool {
+	return !n.Ready && len(n.Events) == 0 && len(n.Cancel) == 0 && len(n.Pause) == 0
+}
 
 // SendFunc sends notifications: topics[i] with payloads[i].
 type SendFunc func(ctx context.Context, topics, payloads []string) error
@@ -87,13 +94,14 @@ type Bus struct {
 	sent    chan struct{} // closed when the batch holding pending is sent
 	ready   map[int]func()
 	readyN  int
+	pause   map[int]func(ids []string)
 }
 
 // NewBus returns a bus that sends through send.
 func NewBus(send SendFunc) *Bus {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return &Bus{send: send, origin: hex.EncodeToString(b), ready: map[int]func(){}}
+	return &Bus{send: send, origin: hex.EncodeToString(b), ready: map[int]func(){}, pause: map[int]func([]string){}}
 }
 
 // Origin names this bus in its Ready payloads.
@@ -111,6 +119,23 @@ func (b *Bus) OnReady(fn func()) (stop func()) {
 	return func() {
 		b.mu.Lock()
 		delete(b.ready, id)
+		b.mu.Unlock()
+	}
+}
+
+// OnPause calls fn in this process with the tasks each pause request is
+// for, before Send returns: a pool in the same process hears of the pause
+// of a task it holds before the person's request is answered, without the
+// NOTIFY's round trip. fn must not block for long.
+func (b *Bus) OnPause(fn func(ids []string)) (stop func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.readyN++
+	id := b.readyN
+	b.pause[id] = fn
+	return func() {
+		b.mu.Lock()
+		delete(b.pause, id)
 		b.mu.Unlock()
 	}
 }
@@ -141,9 +166,18 @@ func (b *Bus) Send(n Notes) <-chan struct{} {
 			local = append(local, fn)
 		}
 	}
+	var pause []func([]string)
+	if len(n.Pause) > 0 {
+		for _, fn := range b.pause {
+			pause = append(pause, fn)
+		}
+	}
 	b.mu.Unlock()
 	for _, fn := range local {
 		fn()
+	}
+	for _, fn := range pause {
+		fn(n.Pause)
 	}
 	return sent
 }
@@ -201,11 +235,16 @@ func (b *Bus) encode(n Notes) (topics, payloads []string) {
 	if len(evs.Tasks) > 0 {
 		add(TaskEvents, evs)
 	}
-	cancels := slices.Compact(slices.Sorted(slices.Values(n.Cancel)))
-	for len(cancels) > 0 {
-		k := min(len(cancels), maxPayload/50)
-		add(TaskCancel, Cancel{Tasks: cancels[:k]})
-		cancels = cancels[k:]
+	for _, l := range []struct {
+		topic Topic
+		ids   []string
+	}{{TaskCancel, n.Cancel}, {TaskPause, n.Pause}} {
+		ids := slices.Compact(slices.Sorted(slices.Values(l.ids)))
+		for len(ids) > 0 {
+			k := min(len(ids), maxPayload/50)
+			add(l.topic, Cancel{Tasks: ids[:k]})
+			ids = ids[k:]
+		}
 	}
 	return topics, payloads
 }
@@ -228,7 +267,7 @@ func DecodeEvents(payload string) []TaskSeq {
 	return e.Tasks
 }
 
-// DecodeCancel reads a TaskCancel payload (nothing when it is unreadable).
+// DecodeCancel reads a TaskCancel or TaskPause payload (nothing when it is unreadable).
 func DecodeCancel(payload string) []string {
 	var c Cancel
 	_ = json.Unmarshal([]byte(payload), &c)

@@ -29,6 +29,11 @@ type EnvTarget struct {
 	Rollback bool
 	Health   *EnvHealth // nil: the target has no local host
 	AppURL   string     // where the deployed app answers; "" when nothing serves it
+	// Environment is the target's environment ("" for none); Frozen the
+	// freeze that holds it now (nil: none).
+	Environment string
+	Frozen      *EnvFreeze
+	Promote     *EnvPromotion
 }
 
 // EnvHealth is what a target's monitor last found.
@@ -52,4 +57,41 @@ type EnvironmentsProps struct {
 	Pipeline  string   // the filter, "" for every pipeline
 	Names     []string // the filter's choices
 	CSRFToken string
+	// Freezes are the active and upcoming freezes of the viewer's teams
+	// and the recurring windows of the next days.
+	Freezes   []EnvFreeze
+	CanFreeze bool   // the viewer is an admin of a team
+	Flash     string // a refusal to show (a promotion, a freeze)
+}
+
+// EnvFreeze is a freeze as the environments page lists it.
+type EnvFreeze struct {
+	ID          string // "" for a recurring window
+	Environment string
+	From, Until time.Time
+	Reason      string
+	Source      string // api | rule
+	Active      bool   // holds now
+	CanEnd      bool   // the viewer may end it now (an admin; API freezes only)
+	TeamID      string // an API freeze's team ("" for a recurring window, every team's)
+}
+
+// ChangeRow is one param of a diff between two deploys.
+type ChangeRow struct {
+	Field    string
+	From, To string
+	Changed  bool
+}
+
+// EnvPromotion is a target's "Promote to …" offer.
+type EnvPromotion struct {
+	To       string
+	Pipeline string
+	From     string
+	Team     string
+	// Target are the target params other than the environment, as hidden fields.
+	Target  map[string]string
+	Changes []ChangeRow
+	// Override: the viewer is an admin and may break the glass.
+	Override bool
 }

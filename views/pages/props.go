@@ -139,6 +139,7 @@ type WorkerRow struct {
 type DashboardProps struct {
 	Alerts                                    []AlertRow // open alerts of local monitors (local_alerts.templ)
 	Pending, Running, Waiting, NeedsAttention int
+	Paused                                    int // paused by a person, or waiting on a failed step's decision
 	PendingByPriority                         map[string]int
 	OldestPending                             time.Duration
 	Workers                                   []WorkerRow
@@ -218,6 +219,11 @@ type TaskNewProps struct {
 	Pipelines                                         []string
 	Fields                                            []FormField
 	Approvals                                         []ApprovalNote
+	// Rules are the environments' rules that apply to this pipeline's
+	// deploys, in words; CanOverride offers an admin the break-glass.
+	Rules       []string
+	CanOverride bool
+	RunAt       string // the run_at field's value (UTC, "2006-01-02T15:04")
 }
 
 // Invalid lists the fields with an error, in form order.
@@ -247,6 +253,10 @@ type InboxItem struct {
 	Args, Plan             []KV     // its arguments and resolved plan
 	RequestedAt, ExpiresAt time.Time
 	ToolCall               bool // an agent's tool call rather than a pipeline step
+	// Environment: an environment's reviewers, Approved of Required so far.
+	Environment        bool
+	Approved, Required int
+	Changes            []ChangeRow // what the deploy changes (nil: not shown)
 }
 
 // KV is one named value shown to people.

@@ -40,8 +40,16 @@ type ApprovalView struct {
 	RequestedAt, ExpiresAt              time.Time
 	CanDecide                           bool
 	WhyNot                              string // why the viewer cannot decide
+	ToolCall                            bool   // an agent's tool call (its creator may confirm it)
+	Roles                               []string
 	// Detail is an agent tool call's exact call (tool, arguments, plan) as JSON.
 	Detail string
+	// Environment: an environment's reviewers (Required distinct people);
+	// Decisions lists who decided so far.
+	Environment bool
+	Required    int
+	Decisions   []string // "pat@acme.test approved: looks good"
+	Changes     []ChangeRow
 }
 
 // EventView is one line of the raw event log.
@@ -55,7 +63,7 @@ type EventView struct {
 var EventTypes = []string{"task.state", "step.started", "step.log", "step.completed", "step.failed", "step.retrying",
 	"step.compensating", "step.compensated", "approval.requested", "approval.decided", "tool.executed",
 	"agent.thinking", "agent.tool_call", "agent.tool_result", "agent.question", "agent.error", "artifact.created",
-	"task.completed", "task.failed", "task.cancelled"}
+	"task.completed", "task.failed", "task.cancelled", "task.paused", "task.resumed", "task.override"}
 
 // ArtifactView is one kept output.
 type ArtifactView struct {
@@ -65,17 +73,21 @@ type ArtifactView struct {
 
 // TaskShowProps are the inputs of TaskShow and its live fragments.
 type TaskShowProps struct {
-	Task       TaskView
-	Stages     []components.StageView
-	StepsSig   string                // names the steps' structure: the socket re-sends the list when it changes
-	Undo       []components.StepView // the compensation lane, in the order undone
-	UndoSig    string
-	Failure    *components.StepView // the step whose failure ended the run, with its output
-	Gantt      components.GanttView
-	Approvals  []ApprovalView
+	Task      TaskView
+	Stages    []components.StageView
+	StepsSig  string                // names the steps' structure: the socket re-sends the list when it changes
+	Undo      []components.StepView // the compensation lane, in the order undone
+	UndoSig   string
+	Failure   *components.StepView // the step whose failure ended the run, with its output
+	Gantt     components.GanttView
+	Approvals []ApprovalView
+	// Notes say what an environment's rules do to the task: held by a
+	// freeze, scheduled, overridden, promoted.
+	Notes      []KV        // Key: a data-testid; Value: the text
 	Events     []EventView // the raw event log, newest first (bounded)
 	Artifacts  []ArtifactView
-	Agent      *AgentView // agent tasks, and failed deploys when an LLM can explain them
+	Agent      *AgentView   // agent tasks, and failed deploys when an LLM can explain them
+	Control    *ControlView // pause, resume and a failed step's decision; nil when nothing applies
 	CanCancel  bool
 	CanAdmin   bool
 	Flash      string
@@ -98,4 +110,68 @@ func stampPtr(t *time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// Deciders says who may decide an approval, as the inbox says it.
+func Deciders(toolCall bool, roles []string, createdBy string) string {
+	if toolCall {
+		return createdBy + " (who asked) or any " + joinOr(roles)
+	}
+	return "any " + joinOr(roles) + ", except " + createdBy + " (who asked)"
+}
+
+func taskNoun(t TaskView) string {
+	if t.Kind == "agent" {
+		return "agent task"
+	}
+	return "deploy"
+}
+
+// deployChange says what a deploy changes: "shop staging: version 1.0.0 → 1.1.0".
+func deployChange(d *DeployView) string {
+	if d == nil || d.Version == "" {
+		return ""
+	}
+	var where string
+	for _, t := range d.Target {
+		where += t.Value + " "
+	}
+	if d.FromTask == "" {
+		return fmt.Sprintf("%s%s %s (first deploy of this target)", where, d.VersionName, d.Version)
+	}
+	return fmt.Sprintf("%s%s %s → %s", where, d.VersionName, d.From, d.Version)
+}
+
+// cancelDetail says what a cancel changes.
+func cancelDetail(p TaskShowProps) string {
+	what := "It stops now; the steps it completed are undone, last first."
+	if c := deployChange(p.Task.Deploy); c != "" && p.Task.Deploy.FromTask != "" {
+		return fmt.Sprintf("%s will not happen: %s keeps %s %s. %s", c, targetText(p.Task.Deploy), p.Task.Deploy.VersionName, p.Task.Deploy.From, what)
+	}
+	return what
+}
+
+// approvalDetail says what a decision changes.
+func approvalDetail(p TaskShowProps, a ApprovalView, approve bool) string {
+	c := deployChange(p.Task.Deploy)
+	switch {
+	case approve && c != "":
+		return "The deploy goes on and runs " + a.Step + ": " + c + "."
+	case approve:
+		return "The task goes on and runs " + a.Step + "."
+	case c != "":
+		return "The deploy is cancelled and its completed steps undone: " + c + " will not happen."
+	}
+	return "The task is cancelled and its completed steps undone."
+}
+
+func targetText(d *DeployView) string {
+	var out string
+	for i, t := range d.Target {
+		if i > 0 {
+			out += " "
+		}
+		out += t.Value
+	}
+	return out
 }

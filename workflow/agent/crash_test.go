@@ -90,6 +90,7 @@ func runChild(url string) {
 		Client:    agent.NewOpenAI(agent.OpenAIConfig{BaseURL: os.Getenv(envChildLLM), Model: "fake"}),
 		Retry:     agent.RetryConfig{Attempts: 3, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, RequestTimeout: time.Minute},
 		Artifacts: artifact.New(st, 0),
+		Store:     st,
 		Tools:     []*agent.Tool{ledgerProbe(os.Getenv(envChildLedger), os.Getenv(envChildBlock))},
 		Logger:    logger,
 	})

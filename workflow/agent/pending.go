@@ -80,7 +80,7 @@ func (rn *run) envFor(pc pendingCall) *Env {
 // askUser parks the task with the question the first time; on resume it
 // returns the answer to the model.
 func (rn *run) askUser(pc pendingCall, question string) (*queue.Outcome, error) {
-	q, err := rn.j.Store().AgentQuestionGet(rn.ctx, rn.j.Task.ID, pc.Seq)
+	q, err := rn.j.Reads().AgentQuestionGet(rn.ctx, rn.j.Task.ID, pc.Seq)
 	switch {
 	case errors.Is(err, store.ErrNotFound) || err == nil && q.State == "pending":
 		question = rn.redact(question)
@@ -90,15 +90,9 @@ func (rn *run) askUser(pc pendingCall, question string) (*queue.Outcome, error) 
 		rn.st.Spend.ElapsedMS += time.Since(rn.segStart).Milliseconds()
 		rn.segStart = time.Now()
 		ev := rn.event(task.EventAgentQuestion, task.StatusToolCall, toolAskUser, question, map[string]any{"call_id": pc.ID})
-		evs := rn.j.Drain()
-		if _, err := rn.j.Store().AgentQuestionPark(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), rn.st.toRow(),
-			rn.st.Budgets.MaxIterations, pc.Seq, question, evs, ev); err != nil {
-			if !errors.Is(err, store.ErrLeaseLost) {
-				rn.j.Requeue(evs)
-			}
-			return nil, leaseErr(err)
-		}
-		return &queue.Outcome{State: task.StateAwaitingInput, Written: true}, nil
+		rn.j.SaveAgent(store.AgentSave{State: rn.st.toRow(), Budget: rn.st.Budgets.MaxIterations})
+		return &queue.Outcome{State: task.StateAwaitingInput, Message: "Waiting for an answer",
+			Question: &store.QuestionPark{CallSeq: pc.Seq, Text: question, Event: ev}}, nil
 	case err != nil:
 		return nil, err
 	}
@@ -127,7 +121,7 @@ func (rn *run) mutating(tool *Tool, pc pendingCall, args map[string]any) (*queue
 	// A resumed run learns the call's secrets again, to redact them from
 	// the tool's result and what the model says next.
 	rn.shownArgs(tool, pc.Arguments)
-	a, err := rn.j.Store().ApprovalLatest(rn.ctx, rn.j.Task.ID, pc.Seq)
+	a, err := rn.j.Reads().ApprovalLatest(rn.ctx, rn.j.Task.ID, pc.Seq)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
@@ -180,18 +174,9 @@ func (rn *run) mutating(tool *Tool, pc pendingCall, args map[string]any) (*queue
 	}
 	detail, _ := json.Marshal(map[string]any{"tool": pc.Name, "arguments": json.RawMessage(validJSONOr(rn.shownArgs(tool, pc.Arguments))),
 		"call_id": pc.ID, "plan": rn.shownPlan(tool, plan)})
-	stateData, _ := json.Marshal(map[string]any{"state": task.StateAwaitingApproval})
-	_, err = rn.j.Store().ApprovalPark(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), store.ApprovalParkParams{
-		Kind:  "tool_call",
-		Steps: []store.ApprovalStep{{Idx: pc.Seq, Name: pc.Name, Attempt: 1, Detail: detail}},
-		Roles: []string{"approver", "admin"}, Timeout: rn.r.cfg.ApprovalTimeout,
-		Events: []task.Event{{Type: task.EventTaskState, Status: task.StatusApproval, Step: rn.st.Iteration, TotalStep: rn.st.Budgets.MaxIterations,
-			Tool: pc.Name, Message: "Waiting for a person to confirm " + pc.Name, Data: stateData}},
-	})
-	if err != nil {
-		return nil, leaseErr(err)
-	}
-	return &queue.Outcome{State: task.StateAwaitingApproval, Written: true}, nil
+	return &queue.Outcome{State: task.StateAwaitingApproval, Message: "Waiting for a person to confirm " + pc.Name,
+		Approvals: &store.ApprovalPark{Kind: "tool_call", Steps: []store.ApprovalStep{{Idx: pc.Seq, Name: pc.Name, Attempt: 1, Detail: detail}},
+			Roles: []string{"approver", "admin"}, Timeout: rn.r.cfg.ApprovalTimeout}}, nil
 }
 
 // finishCall records a call's result (or error) for the model: redacted,

@@ -37,6 +37,8 @@ type Config struct {
 	Retry     RetryConfig
 	Catalog   *pipeline.Catalog
 	Artifacts *artifact.Store // large tool outputs
+	// Store is what the tools read and submit through, as the task's creator.
+	Store *store.Store
 	// Budgets every task gets; a task's own budgets (its submission's)
 	// replace them, but a budget set here (not zero) is also the most
 	// any task gets.
@@ -127,8 +129,8 @@ func (r *Runner) Run(ctx context.Context, j *queue.Job) queue.Outcome {
 	if r.cfg.Secrets != nil {
 		rn.secrets = append(rn.secrets, r.cfg.Secrets()...)
 	}
-	rn.env = &Env{Store: j.Store(), Catalog: r.cfg.Catalog, Task: t, MaxPending: r.cfg.MaxPending, AddSecret: rn.addSecret}
-	row, err := j.Store().AgentStateGet(ctx, t.ID)
+	rn.env = &Env{Store: r.cfg.Store, Catalog: r.cfg.Catalog, Task: t, MaxPending: r.cfg.MaxPending, AddSecret: rn.addSecret}
+	row, err := j.Reads().AgentStateGet(ctx, t.ID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		goal := rn.redact(t.Prompt)
@@ -235,15 +237,14 @@ func (rn *run) save(events ...task.Event) error {
 	rn.st.Spend.ElapsedMS += now.Sub(rn.segStart).Milliseconds()
 	rn.segStart = now
 	rn.st.Spend.Iterations = rn.st.Iteration
-	evs := append(rn.j.Drain(), events...)
-	err := rn.j.Store().AgentStateSave(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), rn.st.toRow(), rn.st.Budgets.MaxIterations, evs)
-	if errors.Is(err, store.ErrLeaseLost) {
+	for _, e := range events {
+		rn.j.Emit(e)
+	}
+	rn.j.SaveAgent(store.AgentSave{State: rn.st.toRow(), Budget: rn.st.Budgets.MaxIterations})
+	if err := rn.j.Flush(context.WithoutCancel(rn.ctx)); err != nil {
 		return errInterrupted
 	}
-	if err != nil {
-		rn.j.Requeue(evs[:len(evs)-len(events)])
-	}
-	return err
+	return nil
 }
 
 // fail ends the task failed with reason, after saving the state.
@@ -312,7 +313,7 @@ func (rn *run) ask() (reply ChatReply, err error) {
 
 // readNotes adds people's notes to the context (redacted).
 func (rn *run) readNotes() error {
-	notes, err := rn.j.Store().AgentNotesAfter(rn.ctx, rn.j.Task.ID, rn.st.Loop.NoteCursor)
+	notes, err := rn.j.Reads().AgentNotesAfter(rn.ctx, rn.j.Task.ID, rn.st.Loop.NoteCursor)
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,7 @@ func setup(t *testing.T, o *setupOpts) *testBundle {
 		Retry:     agent.RetryConfig{Attempts: 3, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, RequestTimeout: 2 * time.Second},
 		Catalog:   catalog,
 		Artifacts: artifact.New(st, 0),
+		Store:     st,
 		Budgets:   o.budgets,
 		Tools:     o.tools,
 		Logger:    logger,

@@ -407,10 +407,15 @@ func runDeploy(ctx context.Context, e *Env, args map[string]any) (string, error)
 	sum := sha256.Sum256(append([]byte(plan.Pipeline+"\x00"), params...))
 	// Stored as any submit stores a deploy: the secret params apart, so
 	// they reach only its worker.
-	in := store.TaskInsertParams{TeamID: e.Task.TeamID, CreatedByID: e.Task.CreatedByID, Priority: prio, MaxAttempts: 5,
+	in := store.TaskInsertParams{TeamID: e.Task.TeamID, CreatedByID: e.Task.CreatedByID, Priority: prio, MaxAttempts: task.MaxAttemptsDefault,
 		IdempotencyKey: e.CallKey, RequestHash: sum[:], MaxPending: e.MaxPending,
 		Traceparent: tracing.Traceparent(ctx)} // the agent's tool span: its run links to the agent's
 	if err := saga.NewDeploy(&in, p, plan.Params, e.Task.Team); err != nil {
+		return "", err
+	}
+	// the environment's rules hold for an agent's deploy as for any
+	// submit; an agent never overrides them
+	if err := saga.ProtectDeploy(ctx, e.Store, &in, p, plan.Params, saga.Protection{Rules: e.Catalog.Environments()}); err != nil {
 		return "", err
 	}
 	t, _, err := e.Store.TaskInsert(ctx, in)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -120,5 +121,52 @@ func BenchmarkArtifactWriteRead(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = read(b, st, m.ID)
+	}
+}
+
+// A step's output may hold any bytes: the artifact keeps them exactly,
+// and its summary and excerpt (text columns) show the undecodable ones as
+// U+FFFD. Before, the summary's NUL failed ArtifactFinish and the whole
+// artifact was lost (bytes=0, never complete).
+func TestBytesKeptWhole(t *testing.T) {
+	t.Parallel()
+	for name, out := range map[string]string{
+		"NUL":            "a\na\x00b\n",
+		"InvalidUTF8":    "a\n\xff\xfe error\n",
+		"CutInsideARune": "a" + strings.Repeat("é", 200) + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			st, as, taskID, teamID, teams := setup(t)
+			w, err := as.Create(t.Context(), taskID, teamID, 1, "step.log", nil)
+			require.NoError(t, err)
+			_, _ = w.Write([]byte(out))
+			m, err := w.Finish()
+			require.NoError(t, err)
+			got := read(t, st, m.ID)
+			require.Equal(t, []byte(out), got, "bytes kept exactly")
+			sum := sha256.Sum256([]byte(out))
+			require.Equal(t, hex.EncodeToString(sum[:]), m.SHA256)
+			meta, err := st.ArtifactGet(t.Context(), teams, m.ID)
+			require.NoError(t, err, "the artifact is complete")
+			require.Equal(t, int64(len(out)), meta.Bytes)
+			require.True(t, utf8.ValidString(meta.Summary) && utf8.ValidString(meta.Excerpt))
+			if name != "CutInsideARune" {
+				require.Contains(t, meta.Excerpt, "\uFFFD", "the odd bytes are shown")
+			}
+		})
+	}
+}
+
+func TestVisible(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"plain":        "plain",
+		"a\x00b":       "a\uFFFDb",
+		"\xff\xfeok":   "\uFFFD\uFFFDok",
+		"é\xc3":        "é\uFFFD",
+		"tab\tstays\r": "tab\tstays\r",
+	} {
+		require.Equal(t, want, artifact.Visible(in), "%q", in)
 	}
 }

@@ -3,6 +3,7 @@ package artifact
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // important reports whether a line looks like trouble. Plain substring
@@ -54,8 +55,13 @@ func (l *lineStats) add(s string) {
 func (l *lineStats) line(s string) {
 	l.n++
 	if len(s) > maxLineChars {
-		s = s[:maxLineChars] + "…"
+		cut := maxLineChars
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
+	s = Visible(s)
 	nl := numbered{l.n, s}
 	if len(l.head) < headLines {
 		l.head = append(l.head, nl)
@@ -125,4 +131,26 @@ func sortNumbered(a []numbered) {
 			a[j], a[j-1] = a[j-1], a[j]
 		}
 	}
+}
+
+// Visible is s fit for a text column and a person: the artifact keeps a
+// step's bytes exactly, but PostgreSQL's text refuses NUL and invalid
+// UTF-8, and a summary or excerpt holding them would lose the whole
+// artifact. Each such byte shows as U+FFFD, as in step.log events.
+func Visible(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == 0 || r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }

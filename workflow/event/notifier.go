@@ -51,7 +51,7 @@ func (n *Notifier) OnConnect(fn func()) {
 // Run listens until ctx ends, reconnecting as needed.
 func (n *Notifier) Run(ctx context.Context) error {
 	return n.store.Listen(ctx, store.ListenParams{
-		Channels: []string{string(wake.TaskReady), string(wake.TaskEvents), string(wake.TaskCancel)},
+		Channels: []string{string(wake.TaskReady), string(wake.TaskEvents), string(wake.TaskCancel), string(wake.TaskPause)},
 		Logger:   n.logger,
 		Handle: func(note store.Notification) {
 			n.mu.RLock()

@@ -43,7 +43,8 @@ func LoadDir(dir string) ([]*Pipeline, error) {
 	for _, e := range entries {
 		name := e.Name()
 		ext := filepath.Ext(name)
-		if strings.HasPrefix(name, ".") || (ext != ".yaml" && ext != ".yml") || e.IsDir() {
+		// environments.yaml holds the environments' rules (LoadEnvironments)
+		if strings.HasPrefix(name, ".") || (ext != ".yaml" && ext != ".yml") || e.IsDir() || name == EnvironmentsFile {
 			continue
 		}
 		path := filepath.Join(dir, name)
@@ -188,7 +189,7 @@ func (l *loader) parse(data []byte) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.only(l, "name", "description", "params", "target", "concurrency", "steps"); err != nil {
+	if err := m.only(l, "name", "description", "params", "target", "concurrency", "environment", "steps", "on_failure", "decision_timeout"); err != nil {
 		return nil, err
 	}
 	p := &Pipeline{}
@@ -236,8 +237,37 @@ func (l *loader) parse(data []byte) (*Pipeline, error) {
 			return nil, l.errf(t.val, "pipeline: %v", err)
 		}
 	}
+	if e := m.get("environment"); e != nil {
+		if p.Environment, err = l.str("pipeline", e); err != nil {
+			return nil, err
+		}
+		at := slices.IndexFunc(p.Params, func(prm Param) bool { return prm.Name == p.Environment })
+		switch {
+		case at < 0:
+			return nil, l.errf(e.val, "pipeline: environment %q is not a parameter of this pipeline", p.Environment)
+		case p.Params[at].Secret:
+			return nil, l.errf(e.val, "pipeline: environment %q is a secret parameter; an environment is shown", p.Environment)
+		}
+	}
 	if c := m.get("concurrency"); c != nil {
 		if p.Concurrency, err = l.concurrency(c); err != nil {
+			return nil, err
+		}
+	}
+	if f := m.get("on_failure"); f != nil {
+		if p.OnFailure, err = l.str("pipeline", f); err != nil {
+			return nil, err
+		}
+		switch p.OnFailure {
+		case OnFailureAsk:
+		case "compensate":
+			p.OnFailure = ""
+		default:
+			return nil, l.errf(f.val, "pipeline: on_failure %q (want ask or compensate)", p.OnFailure)
+		}
+	}
+	if d := m.get("decision_timeout"); d != nil {
+		if p.DecisionTimeout, err = l.duration("pipeline", d); err != nil {
 			return nil, err
 		}
 	}

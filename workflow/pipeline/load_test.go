@@ -256,6 +256,8 @@ func TestParseErrors(t *testing.T) {
 		{"CompensateWithoutAction", step + "{name: a, action: noop, compensate: {retries: 1}}\n", 3, `step "a": compensate: action is missing`},
 		{"WithNotMapping", step + "{name: a, action: exec, with: [echo]}\n", 3, "with must be a mapping, not a list"},
 		{"BoolNotBool", step + "{name: a, action: noop, compensate_on_failure: sure}\n", 3, `compensate_on_failure must be true or false, found "sure"`},
+		{"OnFailureUnknown", "name: x\non_failure: pray\nsteps: [{name: a, action: noop}]\n", 2, `pipeline: on_failure "pray" (want ask or compensate)`},
+		{"DecisionTimeoutNotDuration", "name: x\non_failure: ask\ndecision_timeout: soon\nsteps: [{name: a, action: noop}]\n", 3, `decision_timeout "soon" is not a positive duration`},
 
 		// Parameters, by compile's rules, at the line of the field at fault.
 		{"ParamBadType", "name: x\nparams:\n  - name: r\n    type: float\nsteps: [{name: a, action: noop}]\n", 4, `parameter r: unknown type "float"`},
@@ -517,4 +519,15 @@ func leafSteps(p *Pipeline) []Step {
 		}
 	}
 	return out
+}
+
+func TestParseOnFailure(t *testing.T) {
+	p, err := Parse("x.yaml", []byte("name: x\non_failure: ask\ndecision_timeout: 15m\nsteps: [{name: a, action: noop}]\n"))
+	require.NoError(t, err)
+	require.True(t, p.AsksOnFailure(nil))
+	require.Equal(t, 15*time.Minute, p.DecisionTimeoutOr())
+	p, err = Parse("x.yaml", []byte("name: x\non_failure: compensate\nsteps: [{name: a, action: noop}]\n"))
+	require.NoError(t, err)
+	require.False(t, p.AsksOnFailure(nil))
+	require.Equal(t, DecisionTimeoutDefault, p.DecisionTimeoutOr())
 }

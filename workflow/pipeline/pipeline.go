@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"flightdeck/workflow/environment"
 )
 
 // Param declares one parameter of a pipeline.
@@ -50,8 +52,37 @@ type Pipeline struct {
 	Target []string
 	// Concurrency, if set, allows one running task per key and team.
 	Concurrency *Concurrency
+	// Environment names the param whose value is a deploy's environment
+	// ("": the param env, if the pipeline has one; see EnvironmentParam).
+	Environment string
 	// Dir is the working directory of exec steps ("" for the server's).
 	Dir string
+	// OnFailure is what a step that still fails after its retries does:
+	// "" (compensate at once) or "ask" (guided failure: the task parks
+	// paused until a person decides, at most DecisionTimeout, default
+	// DecisionTimeoutDefault, then it rolls back). See AsksOnFailure.
+	OnFailure       string
+	DecisionTimeout time.Duration
+}
+
+// OnFailureAsk is the on_failure value of guided failure.
+const OnFailureAsk = "ask"
+
+// AsksOnFailure answers whether a deploy of p with these params asks a
+// person when a step fails (contract §10) instead of compensating at once:
+// the pipeline's on_failure. The deploy's environment rule
+// (environments.yaml on_failure) belongs here too, so every caller asks
+// this one function.
+func (p *Pipeline) AsksOnFailure(params map[string]any) bool {
+	return p.OnFailure == OnFailureAsk
+}
+
+// DecisionTimeoutOr is how long a failed step's decision may take.
+func (p *Pipeline) DecisionTimeoutOr() time.Duration {
+	if p.DecisionTimeout > 0 {
+		return p.DecisionTimeout
+	}
+	return DecisionTimeoutDefault
 }
 
 // Step is one entry of a pipeline: a single step (Action set), a parallel
@@ -108,6 +139,7 @@ const (
 	StepTimeoutDefault         = 5 * time.Minute
 	CompensationRetriesDefault = 3
 	ApprovalTimeoutDefault     = time.Hour
+	DecisionTimeoutDefault     = time.Hour // a failed step's decision (on_failure: ask)
 )
 
 // StepNames lists the leaf steps' names in file order (a for_each step once).
@@ -391,10 +423,23 @@ func normalizeDefault(v any) any {
 	return v
 }
 
-// Catalog is the set of pipelines a server offers, by name.
+// Catalog is the set of pipelines a server offers, by name, with the
+// environments' rules their deploys obey.
 type Catalog struct {
 	byName map[string]*Pipeline
 	names  []string
+	envs   *environment.Rules
+}
+
+// SetEnvironments sets the environments' rules (environments.yaml).
+func (c *Catalog) SetEnvironments(r *environment.Rules) { c.envs = r }
+
+// Environments are the environments' rules; never nil.
+func (c *Catalog) Environments() *environment.Rules {
+	if c == nil || c.envs == nil {
+		return environment.NewRules()
+	}
+	return c.envs
 }
 
 // NewCatalog validates and indexes pipelines; later ones replace earlier

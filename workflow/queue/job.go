@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -27,6 +29,10 @@ var (
 	ErrLeaseLost = errors.New("lease lost")
 	// ErrDeadline: the task ran past its deadline; compensate and end it failed.
 	ErrDeadline = errors.New("deadline exceeded")
+	// ErrPauseRequested: a person asked the task to pause. It cancels
+	// nothing: the job's PauseRequested says so, and the handler parks the
+	// task once the step it is in ends.
+	ErrPauseRequested = errors.New("pause requested")
 )
 
 // Handler runs claimed tasks of one kind.
@@ -54,15 +60,23 @@ type Outcome struct {
 	RunAfter *time.Time
 	// Message describes the final transition in its event.
 	Message string
-	// Written: the handler already recorded the task's new state and gave
-	// up the lease itself (parking for an approval); the pool writes nothing.
-	Written bool
+	// What the task parks for, written with its state change: approvals
+	// (awaiting_approval) or an agent's question (awaiting_input).
+	Approvals *store.ApprovalPark
+	Question  *store.QuestionPark
+	// With State paused: the failed step a person must decide about
+	// (guided failure; nil for a pause a person asked for), and how long
+	// they have before the task rolls back.
+	FailedStep      *task.FailedStep
+	DecisionTimeout time.Duration
 }
 
 // Job is a claimed task as its handler sees it. Its writes are buffered
-// (Emit, SaveStep, SetState) and stored by Flush, or with the task's
-// outcome, whichever comes first; a handler flushes before anything that
-// must find them stored (an action's side effect, invariant 4).
+// (Emit, SaveStep, SaveAgent, SetState) and stored by Flush, or with the
+// task's outcome, whichever comes first; a handler flushes before anything
+// that must find them stored (an action's side effect, invariant 4). The
+// job is a handler's only way to write its task: every write goes through
+// the pool's batched writer, fenced by the lease token.
 type Job struct {
 	Task *task.Task
 	// Steps are the step rows earlier runs of the task left (none on its
@@ -74,10 +88,8 @@ type Job struct {
 	cancel context.CancelCauseFunc
 	span   trace.Span // the run's, claim to outcome (a no-op without tracing)
 
-	mu     sync.Mutex
-	events []task.Event
-	steps  []store.StepSave // one per step index, the latest save
-	state  task.State       // a state change for the next write; "" none
+	mu  sync.Mutex
+	buf store.TaskWrite // what the next write stores: events, steps (one per index), agent state, state
 	// flushMu keeps the job's writes in order and one at a time: a
 	// background flush and the handler's own never race, so seqs follow
 	// causality and a writer batch never holds two writes of one task.
@@ -88,6 +100,7 @@ type Job struct {
 	stopCause error
 	drainOnce sync.Once
 	draining  chan struct{}
+	pause     atomic.Bool // a person asked the task to pause
 }
 
 func (p *Pool) newJob(bg context.Context, c store.Claimed) *Job {
@@ -95,9 +108,14 @@ func (p *Pool) newJob(bg context.Context, c store.Claimed) *Job {
 	ctx, cancel := context.WithCancelCause(bg)
 	j := &Job{Task: c.Task, Steps: c.Steps, pool: p, ctx: ctx, cancel: cancel, span: span,
 		stop: make(chan struct{}), draining: make(chan struct{})}
+	// The claim wrote no event; the pick-up is told with the first write.
+	data, _ := json.Marshal(map[string]any{"state": c.Task.State, "attempt": c.Task.Attempt, "worker": p.cfg.ID})
+	j.buf.Events = []task.Event{{Type: task.EventTaskState, Status: task.StatusLog, Message: "Picked up by a worker", Data: data}}
 	if c.Task.CancelRequested && c.Task.State == task.StateRunning {
 		cancel(ErrCancelRequested)
 	}
+	// asked while the task waited to run again (handed back, rescued)
+	j.pause.Store(c.Task.PauseRequested && c.Task.State == task.StateRunning)
 	return j
 }
 
@@ -142,10 +160,6 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) (wrote task.State) {
 		p.taskLogger(t).Warn("Lease lost; dropping the task without writing")
 		return
 	}
-	if out.Written {
-		p.published(t, "")
-		return out.State
-	}
 	state := out.State
 	if panicked {
 		// Counted like a worker that died: started again while attempts last.
@@ -172,14 +186,22 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) (wrote task.State) {
 			state = task.StateNeedsAttention
 		}
 	}
-	w := store.TaskWrite{ID: t.ID, Token: t.LeaseToken, State: state, Release: true, Result: out.Result,
-		RunAfter: out.RunAfter, BumpAttempt: panicked}
+	j.flushMu.Lock()
+	defer j.flushMu.Unlock()
+	w := j.take()
+	w.State, w.Release, w.Result, w.RunAfter, w.BumpAttempt = state, true, out.Result, out.RunAfter, panicked
+	if state == task.StatePaused {
+		w.FailedStep, w.DecisionTimeout = out.FailedStep, out.DecisionTimeout
+	}
 	if out.Error != "" {
 		w.Error = &out.Error
 	}
-	j.flushMu.Lock()
-	defer j.flushMu.Unlock()
-	w.Events, w.Steps, _ = j.take()
+	switch state {
+	case task.StateAwaitingApproval:
+		w.Approvals = out.Approvals
+	case task.StateAwaitingInput:
+		w.Question = out.Question
+	}
 	w.Events = append(w.Events, finalEvent(state, out))
 	written, err := p.write(w)
 	switch {
@@ -209,8 +231,8 @@ func (p *Pool) published(t *task.Task, state task.State) {
 func (j *Job) currentState() task.State {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.state != "" {
-		return j.state
+	if j.buf.State != "" {
+		return j.buf.State
 	}
 	return j.Task.State
 }
@@ -220,14 +242,15 @@ func (j *Job) currentState() task.State {
 func (j *Job) releaseState() task.State {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.Task.State == task.StateCompensating || j.state == task.StateCompensating {
+	if j.Task.State == task.StateCompensating || j.buf.State == task.StateCompensating {
 		return task.StateCompensating
 	}
 	return task.StatePending
 }
 
 func parked(s task.State) bool {
-	return s == task.StateAwaitingApproval || s == task.StateAwaitingInput || s == task.StateScheduled || s == task.StateNeedsAttention
+	return s == task.StateAwaitingApproval || s == task.StateAwaitingInput || s == task.StateScheduled || s == task.StateNeedsAttention ||
+		s == task.StatePaused
 }
 
 // finalEvent describes the transition an outcome makes.
@@ -247,6 +270,9 @@ func finalEvent(s task.State, out Outcome) task.Event {
 		}
 		return task.Event{Type: typ, Status: status, Message: msg, Data: data}
 	}
+	if s == task.StatePaused {
+		return pausedEvent(out)
+	}
 	status := task.StatusLog
 	switch s {
 	case task.StateAwaitingApproval:
@@ -261,6 +287,27 @@ func finalEvent(s task.State, out Outcome) task.Event {
 	return task.Event{Type: task.EventTaskState, Status: status, Message: msg, Data: data}
 }
 
+// pausedEvent is a park's task.paused: for a failed step, what failed and
+// until when a person may decide (the row's decision_expires_at is the
+// database's; this is the worker's estimate of it, for the message).
+func pausedEvent(out Outcome) task.Event {
+	d := map[string]any{"state": task.StatePaused}
+	msg, status := out.Message, task.StatusLog
+	if out.FailedStep != nil {
+		d["failed_step"] = out.FailedStep
+		d["decision_timeout_s"] = out.DecisionTimeout.Seconds()
+		status = task.StatusApproval
+		if msg == "" {
+			msg = fmt.Sprintf("Step %s failed; waiting for a decision: retry, skip or roll back", out.FailedStep.Name)
+		}
+	}
+	if msg == "" {
+		msg = "Task paused"
+	}
+	data, _ := json.Marshal(d)
+	return task.Event{Type: task.EventTaskPaused, Status: status, Message: msg, Data: data}
+}
+
 func nilIfEmpty(s string) *string {
 	if s == "" {
 		return nil
@@ -272,6 +319,10 @@ func nilIfEmpty(s string) *string {
 // also close Stopping, which work that must outlive a cancel (compensation)
 // still obeys.
 func (j *Job) interrupt(cause error) {
+	if errors.Is(cause, ErrPauseRequested) {
+		j.pause.Store(true) // the step in progress goes on
+		return
+	}
 	j.cancel(cause)
 	if errors.Is(cause, ErrShutdown) || errors.Is(cause, ErrLeaseLost) {
 		j.stopOnce.Do(func() { j.stopCause = cause; close(j.stop) })
@@ -300,39 +351,51 @@ func (j *Job) StopCause() error {
 	}
 }
 
+// PauseRequested reports whether a person asked the task to pause: the
+// handler parks it (Outcome State paused) once the step it is in ends.
+func (j *Job) PauseRequested() bool { return j.pause.Load() }
+
 // Token is the lease token every write about this task must carry.
 func (j *Job) Token() string { return j.Task.LeaseToken }
 
-// Store is the store, for handlers' own fenced writes (approvals, agent
-// state) and reads.
-func (j *Job) Store() *store.Store { return j.pool.store }
+// Reads is what a handler may read of its task besides its claim. It
+// writes through the job only.
+type Reads interface {
+	ApprovalLatest(ctx context.Context, taskID string, stepIdx int) (*store.Approval, error)
+	AgentStateGet(ctx context.Context, taskID string) (*store.AgentState, error)
+	AgentQuestionGet(ctx context.Context, taskID string, callSeq int) (*store.Question, error)
+	AgentNotesAfter(ctx context.Context, taskID string, after int64) ([]store.AgentNote, error)
+}
+
+// Reads returns the store's reads a handler may make.
+func (j *Job) Reads() Reads { return j.pool.store }
 
 // Emit buffers an event for the next write.
 func (j *Job) Emit(e task.Event) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.events = append(j.events, e)
+	j.buf.Events = append(j.buf.Events, e)
 }
 
 // SaveStep buffers a step row for the next write; a later save of the same
-// step replaces it, keeping its Started, Finished and Compensated marks.
+// step replaces it (a save is the whole row, as its handler keeps it).
 func (j *Job) SaveStep(s store.StepSave) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.saveStepLocked(s)
-}
-
-func (j *Job) saveStepLocked(s store.StepSave) {
-	for i := range j.steps {
-		if prev := j.steps[i]; prev.Idx == s.Idx {
-			s.Started = s.Started || prev.Started
-			s.Finished = s.Finished || prev.Finished
-			s.Compensated = s.Compensated || prev.Compensated
-			j.steps[i] = s
+	for i := range j.buf.Steps {
+		if j.buf.Steps[i].Idx == s.Idx {
+			j.buf.Steps[i] = s
 			return
 		}
 	}
-	j.steps = append(j.steps, s)
+	j.buf.Steps = append(j.buf.Steps, s)
+}
+
+// SaveAgent buffers an agent task's state for the next write (the latest wins).
+func (j *Job) SaveAgent(a store.AgentSave) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.buf.Agent = &a
 }
 
 // SetState buffers a state change of the task (it keeps its lease) for the
@@ -340,7 +403,7 @@ func (j *Job) saveStepLocked(s store.StepSave) {
 func (j *Job) SetState(s task.State) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.state = s
+	j.buf.State = s
 }
 
 // Flush stores what is buffered now, through the pool's batched writer
@@ -351,14 +414,14 @@ func (j *Job) SetState(s task.State) {
 func (j *Job) Flush(ctx context.Context) error {
 	j.flushMu.Lock()
 	defer j.flushMu.Unlock()
-	evs, steps, state := j.take()
-	if len(evs) == 0 && len(steps) == 0 && state == "" {
+	w := j.take()
+	if len(w.Events) == 0 && len(w.Steps) == 0 && w.State == "" && w.Agent == nil {
 		return nil
 	}
-	written, err := j.pool.write(store.TaskWrite{ID: j.Task.ID, Token: j.Token(), State: state, Events: evs, Steps: steps})
+	written, err := j.pool.write(w)
 	switch {
 	case err != nil:
-		j.giveBack(evs, steps, state)
+		j.giveBack(w)
 		j.pool.taskLogger(j.Task).Warn("Could not write within the lease; giving the task up", "error", err)
 		j.interrupt(ErrLeaseLost)
 		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
@@ -366,54 +429,37 @@ func (j *Job) Flush(ctx context.Context) error {
 		j.interrupt(ErrLeaseLost)
 		return ErrLeaseLost
 	}
-	if state != "" {
-		j.Task.State = state
+	if w.State != "" {
+		j.Task.State = w.State
 	}
 	return nil
 }
 
-// take empties the buffers.
-func (j *Job) take() ([]task.Event, []store.StepSave, task.State) {
+// take empties the buffer into a write of the task under its lease.
+func (j *Job) take() store.TaskWrite {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	evs, steps, state := j.events, j.steps, j.state
-	j.events, j.steps, j.state = nil, nil, ""
-	return evs, steps, state
+	w := j.buf
+	w.ID, w.Token = j.Task.ID, j.Task.LeaseToken
+	j.buf = store.TaskWrite{}
+	return w
 }
 
 // giveBack puts what a failed write took back in front of anything
-// buffered since.
-func (j *Job) giveBack(evs []task.Event, steps []store.StepSave, state task.State) {
+// buffered since (a step or agent state saved since is newer and wins).
+func (j *Job) giveBack(w store.TaskWrite) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.events = append(evs, j.events...)
-	for _, s := range steps {
-		found := false
-		for _, cur := range j.steps {
-			found = found || cur.Idx == s.Idx // saved again since: the newer wins
-		}
-		if !found {
-			j.steps = append(j.steps, s)
+	j.buf.Events = append(w.Events, j.buf.Events...)
+	for _, s := range w.Steps {
+		if !slices.ContainsFunc(j.buf.Steps, func(cur store.StepSave) bool { return cur.Idx == s.Idx }) {
+			j.buf.Steps = append(j.buf.Steps, s)
 		}
 	}
-	if j.state == "" {
-		j.state = state
+	if j.buf.Agent == nil {
+		j.buf.Agent = w.Agent
 	}
-}
-
-// Drain takes the buffered events, for a handler that writes them itself
-// with its next state change (one statement instead of two).
-func (j *Job) Drain() []task.Event {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	evs := j.events
-	j.events = nil
-	return evs
-}
-
-// Requeue puts events back at the front of the buffer (their write failed).
-func (j *Job) Requeue(evs []task.Event) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.events = append(evs, j.events...)
+	if j.buf.State == "" {
+		j.buf.State = w.State
+	}
 }

@@ -102,7 +102,8 @@ func (p *Pool) ClaimBatch() int { return p.cfg.ClaimBatch }
 // ID is the pool's lease owner name.
 func (p *Pool) ID() string { return p.cfg.ID }
 
-// Attach wakes the producer on task_ready and delivers cancels on task_cancel.
+// Attach wakes the producer on task_ready and delivers cancels on
+// task_cancel and pause requests on task_pause.
 func (p *Pool) Attach(n *event.Notifier) {
 	n.On(wake.TaskReady, func(payload string) {
 		// This process's own wake-ups came through its bus already.
@@ -113,6 +114,11 @@ func (p *Pool) Attach(n *event.Notifier) {
 	n.On(wake.TaskCancel, func(payload string) {
 		for _, id := range wake.DecodeCancel(payload) {
 			p.interrupt(id, ErrCancelRequested)
+		}
+	})
+	n.On(wake.TaskPause, func(payload string) {
+		for _, id := range wake.DecodeCancel(payload) {
+			p.interrupt(id, ErrPauseRequested)
 		}
 	})
 	n.OnConnect(p.Wake)
@@ -167,7 +173,15 @@ func (p *Pool) Run(ctx context.Context) error {
 	// Tasks made claimable by this process wake the producer at once,
 	// without the NOTIFY's round trip (Attach skips those NOTIFYs).
 	stopReady := p.store.Wakeups().OnReady(p.Wake)
+	// Pause requests made in this process reach its jobs before the
+	// request is answered.
+	stopPause := p.store.Wakeups().OnPause(func(ids []string) {
+		for _, id := range ids {
+			p.interrupt(id, ErrPauseRequested)
+		}
+	})
 	p.produce(ctx, bg)
+	stopPause()
 	stopReady()
 	close(p.jobs)
 	runners.Wait()

@@ -183,8 +183,9 @@ func (p *Pool) produce(ctx, bg context.Context) {
 }
 
 // heartbeat acts on what a lease renewal learnt: a lost lease stops the
-// job without writes, a cancel or a passed deadline interrupts it. This is
-// also the backup path for cancels whose NOTIFY was lost.
+// job without writes, a cancel or a passed deadline interrupts it, a pause
+// request is handed on. This is also the backup path for cancels and
+// pauses whose NOTIFY was lost.
 func (p *Pool) heartbeat(held map[*Job]bool, res heartbeatResult) {
 	if res.err != nil {
 		// The writer retries within the lease; a job whose writes keep
@@ -213,6 +214,8 @@ func (p *Pool) heartbeat(held map[*Job]bool, res heartbeatResult) {
 			j.interrupt(ErrCancelRequested)
 		case st.DeadlinePassed:
 			j.interrupt(ErrDeadline)
+		case st.PauseRequested:
+			j.interrupt(ErrPauseRequested)
 		}
 	}
 }

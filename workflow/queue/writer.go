@@ -9,17 +9,15 @@ import (
 	"flightdeck/store"
 )
 
-// The writer stores every job's writes (progress, step rows, outcomes) in
-// batches: whatever queued up while the previous statement ran goes into
-// the next one (store.TaskWrites), so under load each statement and commit
-// carries many tasks' writes and at rest a write goes out at once. There is
-// one writer per pool. Two used to overlap one batch's commit with the next
-// batch's statement, but a busy machine is short of CPU, not of overlap:
-// each statement has a fixed cost (binding its arrays, starting the
-// executor, locking a dozen relations), and one writer's batches are twice
-// as large (bench queue --steps 1, three alternating pairs: +5–25% tasks/s,
-// 8–22% less CPU per task). A job has at most one write queued
-// (Job.flushMu), so a batch never holds two writes of one task.
+// The writer stores every job's writes (progress, step rows, parks,
+// outcomes) in batches: whatever queued up while the previous statement
+// ran goes into the next one (store.TaskWrites), so under load each
+// statement and commit carries many tasks' writes and at rest a write goes
+// out at once. There is one writer per pool: a statement's fixed cost
+// (binding arrays, starting the executor, locking relations) makes larger
+// batches cheaper per task than overlapping smaller ones (figures in the
+// README). A job has at most one write queued (Job.flushMu), so a batch
+// never holds two writes of one task.
 
 // maxWriteBatch bounds one statement's size.
 const maxWriteBatch = 256

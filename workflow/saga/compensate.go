@@ -121,8 +121,11 @@ func (rn *run) compensateRows(rows []store.StepRow) error {
 				return errInterrupted // handed back compensating; the next owner goes on
 			}
 			if err := rn.write(change{Idx: row.Idx, State: task.StepCompensating, StartCompensation: true, Events: []task.Event{
+				// started_at: when the undo really started (the event's own
+				// time is its batched write's), for the run page's timeline.
 				rn.event(ps, task.EventStepCompensating, task.StatusCompensating, comp.Action,
-					fmt.Sprintf("Undoing %s with %s (try %d)", ps.Name, comp.Action, try), nil),
+					fmt.Sprintf("Undoing %s with %s (try %d)", ps.Name, comp.Action, try),
+					map[string]any{"try": try, "started_at": time.Now().UTC().Format(time.RFC3339Nano)}),
 			}}); err != nil {
 				return err
 			}

@@ -59,7 +59,7 @@ func runChild(url, dir string) {
 		os.Exit(1)
 	}
 	st := store.New(pool)
-	catalog, _ := pipeline.NewCatalog(crashPipeline(dir))
+	catalog, _ := pipeline.NewCatalog(crashPipeline(dir), pausyPipeline(dir))
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: action.Registry{"exec": action.Exec{}}, RetryBase: time.Millisecond})
 	n := event.NewNotifier(st, nil)
 	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{

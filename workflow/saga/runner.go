@@ -24,6 +24,7 @@ import (
 
 	"flightdeck/store"
 	"flightdeck/workflow/action"
+	"flightdeck/workflow/environment"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
@@ -57,6 +58,10 @@ type Config struct {
 	FlushInterval time.Duration
 	// Secrets returns the values to redact from outputs (server secrets).
 	Secrets func() []string
+	// Freezes returns the team's freezes of an environment made through
+	// the API that hold at a time or start within a day; nil: none (the
+	// catalog's recurring windows still hold).
+	Freezes func(ctx context.Context, teamID, env string, at time.Time) ([]environment.Span, error)
 	Logger  *slog.Logger
 }
 
@@ -142,6 +147,9 @@ func (rn *run) walk() queue.Outcome {
 	if t.State == task.StateCompensating {
 		return rn.finishWithCompensation(t.CancelRequested, derefOr(t.Error, "cancelled"))
 	}
+	if held := rn.frozen(); held != nil {
+		return *held
+	}
 	for _, st := range rn.stages {
 		park, err := rn.stage(st)
 		if park != nil {
@@ -152,10 +160,46 @@ func (rn *run) walk() queue.Outcome {
 				return rn.interruptedOutcome(err)
 			}
 			cancelled := errors.Is(context.Cause(rn.ctx), queue.ErrCancelRequested)
+			if park := rn.askOnFailure(err); park != nil && !cancelled {
+				return *park
+			}
 			return rn.finishWithCompensation(cancelled, err.Error())
 		}
 	}
 	return rn.completed()
+}
+
+// frozen parks a task that has not started a step while its environment
+// is frozen (contract §9): it waits, scheduled, for the freeze's end,
+// holding no worker, and is checked again then. A task whose override
+// broke the glass at submit starts anyway; one that started a step
+// finishes.
+func (rn *run) frozen() *queue.Outcome {
+	t := rn.j.Task
+	if t.Environment == "" || len(t.Override) > 0 || t.CancelRequested {
+		return nil
+	}
+	for _, row := range rn.steps {
+		if row.State != task.StepPending {
+			return nil
+		}
+	}
+	now := time.Now()
+	var api []environment.Span
+	if rn.r.cfg.Freezes != nil {
+		var err error
+		if api, err = rn.r.cfg.Freezes(rn.ctx, t.TeamID, t.Environment, now); err != nil {
+			// a database fault is not the task's: hand it back
+			return &queue.Outcome{}
+		}
+	}
+	hold, frozen := rn.r.cfg.Catalog.Environments().Get(t.Environment).Frozen(api, now)
+	if !frozen {
+		return nil
+	}
+	until := hold.Until.UTC()
+	return &queue.Outcome{State: task.StateScheduled, RunAfter: &until,
+		Message: fmt.Sprintf("Held: %s is frozen (%s) until %s", t.Environment, hold.Reason, until.Format(time.RFC3339))}
 }
 
 // initSteps loads the step rows the submit and earlier runs stored (the
@@ -181,7 +225,7 @@ func (rn *run) initSteps() {
 			row := store.StepRow{Idx: ps.Index, Name: ps.Name, State: task.StepPending,
 				IdempotencyKey: stepKey(rn.j.Task.ID, rn.j.Task.Team, rn.params, ps)}
 			rn.steps[ps.Index] = &row
-			rn.j.SaveStep(saveOf(row, change{}))
+			rn.j.SaveStep(saveOf(row))
 			rn.keysStored = false
 		}
 	}
@@ -262,6 +306,8 @@ func (rn *run) startFlusher() {
 		var flushing sync.WaitGroup
 		stopped := false
 		var tick *time.Timer
+		mu.Lock() // the timer may fire before tick is assigned
+		defer mu.Unlock()
 		tick = time.AfterFunc(rn.r.cfg.FlushInterval, func() {
 			mu.Lock()
 			if stopped {
@@ -324,7 +370,7 @@ func (rn *run) write(c change) error {
 		rn.j.Emit(e)
 	}
 	if c.Idx > 0 {
-		rn.j.SaveStep(saveOf(rn.apply(c), c))
+		rn.j.SaveStep(saveOf(rn.apply(c, time.Now())))
 	}
 	if c.TaskState != "" {
 		rn.j.SetState(c.TaskState)
@@ -360,8 +406,12 @@ func (rn *run) redactOutcome(out queue.Outcome) queue.Outcome {
 	return out
 }
 
-// apply records a change in the run's copy of the step row and returns the row.
-func (rn *run) apply(c change) store.StepRow {
+// apply records a change in the run's copy of the step row and returns the
+// row: the one place a step row's fields are merged (the job's buffer and
+// the store keep the latest row whole). at is when the run made the
+// change: the step really started or ended then, whenever the batched
+// write goes out.
+func (rn *run) apply(c change, at time.Time) store.StepRow {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	row := rn.steps[c.Idx]
@@ -369,13 +419,18 @@ func (rn *run) apply(c change) store.StepRow {
 	if c.Start {
 		row.Attempt++
 		row.Error = nil
+		if row.StartedAt == nil {
+			row.StartedAt = &at // the first attempt's start: a step's duration spans its retries
+		}
 	}
 	if c.StartCompensation {
 		row.CompensationAttempt++
 	}
-	if c.Finish && !compensationEnd(c.State) {
-		now := time.Now()
-		row.FinishedAt = &now
+	switch {
+	case c.Finish && compensationEnd(c.State):
+		row.CompensatedAt = &at
+	case c.Finish:
+		row.FinishedAt = &at
 	}
 	if len(c.Output) > 0 {
 		row.Output = c.Output
@@ -390,12 +445,11 @@ func compensationEnd(state task.StepState) bool {
 	return state == task.StepCompensated || state == task.StepCompensationFailed
 }
 
-// saveOf is a step row as the task's next write stores it, with the marks
-// of change c.
-func saveOf(row store.StepRow, c change) store.StepSave {
+// saveOf is a step row as the task's next write stores it.
+func saveOf(row store.StepRow) store.StepSave {
 	return store.StepSave{Idx: row.Idx, Name: row.Name, IdempotencyKey: row.IdempotencyKey, State: row.State,
 		Attempt: row.Attempt, CompensationAttempt: row.CompensationAttempt, Output: row.Output, Error: row.Error,
-		Started: c.Start, Finished: c.Finish && !compensationEnd(c.State), Compensated: c.Finish && compensationEnd(c.State)}
+		StartedAt: row.StartedAt, FinishedAt: row.FinishedAt, CompensatedAt: row.CompensatedAt}
 }
 
 func (rn *run) event(ps pipeline.PlannedStep, typ task.EventType, status task.Status, tool, msg string, data any) task.Event {

@@ -135,6 +135,12 @@ func setup(t *testing.T, pipelines ...*pipeline.Pipeline) *testBundle {
 // setupWith is setup with more actions than the recorder's.
 func setupWith(t *testing.T, more action.Registry, pipelines ...*pipeline.Pipeline) *testBundle {
 	t.Helper()
+	return setupConfig(t, more, nil, pipelines...)
+}
+
+// setupConfig is setupWith with the runner's config changed by tweak.
+func setupConfig(t *testing.T, more action.Registry, tweak func(*saga.Config), pipelines ...*pipeline.Pipeline) *testBundle {
+	t.Helper()
 	st := dbtest.Store(t)
 	rec := newRecorder()
 	catalog, err := pipeline.NewCatalog(pipelines...)
@@ -142,8 +148,12 @@ func setupWith(t *testing.T, more action.Registry, pipelines ...*pipeline.Pipeli
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	actions := action.Registry{"test.do": rec.action("do"), "test.undo": rec.action("undo"), "test.echo": rec.echo(), "test.leak": leak()}
 	maps.Copy(actions, more)
-	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: 10 * time.Millisecond,
-		Actions: actions})
+	cfg := saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: 10 * time.Millisecond,
+		Actions: actions}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	runner := saga.NewRunner(cfg)
 	n := event.NewNotifier(st, nil)
 	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
 		Workers: 4, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond, Logger: logger,
@@ -284,10 +294,13 @@ func TestRetriesSayWhatComesNext(t *testing.T) {
 	b.wait(t, tk.ID, task.StateCompleted)
 	evs := b.seqsGapFree(t, tk.ID)
 	var retries []map[string]any
-	var firstStart time.Time
+	var firstStart, firstRetry time.Time
 	for _, e := range evs {
 		switch e.Type {
 		case task.EventStepRetrying:
+			if firstRetry.IsZero() {
+				firstRetry = e.Time
+			}
 			var d map[string]any
 			require.NoError(t, json.Unmarshal(e.Data, &d))
 			retries = append(retries, d)
@@ -310,7 +323,10 @@ func TestRetriesSayWhatComesNext(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, rows[0].Attempt)
 	require.NotNil(t, rows[0].StartedAt)
-	require.True(t, rows[0].StartedAt.Equal(firstStart), "started_at %s is the first attempt's start %s", rows[0].StartedAt, firstStart)
+	// The worker's time of the first attempt's start: no later than that
+	// start's event was written, and before the first retry.
+	require.False(t, rows[0].StartedAt.After(firstStart), "started_at %s is after the first start's write %s", rows[0].StartedAt, firstStart)
+	require.True(t, rows[0].StartedAt.Before(firstRetry), "started_at %s is the first attempt's, before the retry at %s", rows[0].StartedAt, firstRetry)
 }
 
 func TestCancelDuringAStepCompensates(t *testing.T) {
@@ -562,11 +578,16 @@ func TestFastRunWritesOnce(t *testing.T) {
 		require.NotNil(t, r.StartedAt, r.Name)
 		require.NotNil(t, r.FinishedAt, r.Name)
 		require.NotEmpty(t, r.IdempotencyKey, r.Name)
+		require.False(t, r.FinishedAt.Before(*r.StartedAt), r.Name)
 	}
+	// The times are when the steps ran, not the one write's: one after
+	// the other, not all the same instant.
+	require.False(t, rows[1].StartedAt.Before(*rows[0].FinishedAt))
+	require.True(t, rows[0].StartedAt.Before(*rows[1].FinishedAt), "%v … %v", rows[0].StartedAt, rows[1].FinishedAt)
 	evs := b.seqsGapFree(t, tk.ID)
 	require.Equal(t, "Picked up by a worker", evs[1].Message)
 	require.Equal(t, task.EventTaskCompleted, evs[len(evs)-1].Type)
 	var batches int
 	require.NoError(t, b.st.Pool().QueryRow(t.Context(), `SELECT count(*) FROM task_event_batches WHERE task_id = $1`, tk.ID).Scan(&batches))
-	require.Equal(t, 3, batches)
+	require.Equal(t, 2, batches, "the submit's, and one write with the pick-up, the steps and the outcome")
 }

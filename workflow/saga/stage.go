@@ -38,6 +38,10 @@ func (rn *run) stage(st pipeline.Stage) (*queue.Outcome, error) {
 	if rn.draining() {
 		return nil, errInterrupted
 	}
+	if rn.j.PauseRequested() {
+		// between steps (or groups): the one before has ended
+		return &queue.Outcome{State: task.StatePaused, Message: "Paused before " + todo[0].Name}, nil
+	}
 	if park, err := rn.approvals(todo); park != nil || err != nil {
 		return park, err
 	}
@@ -67,7 +71,7 @@ func (rn *run) approvals(todo []pipeline.PlannedStep) (*queue.Outcome, error) {
 				continue
 			}
 		}
-		a, err := rn.j.Store().ApprovalLatest(rn.ctx, rn.j.Task.ID, ps.Index)
+		a, err := rn.j.Reads().ApprovalLatest(rn.ctx, rn.j.Task.ID, ps.Index)
 		switch {
 		case err == nil && a.State == task.ApprovalApproved:
 			continue
@@ -89,21 +93,8 @@ func (rn *run) approvals(todo []pipeline.PlannedStep) (*queue.Outcome, error) {
 	if timeout <= 0 {
 		timeout = pipeline.ApprovalTimeoutDefault
 	}
-	if err := rn.j.Flush(context.WithoutCancel(rn.ctx)); err != nil {
-		return nil, errInterrupted
-	}
-	stateData, _ := json.Marshal(map[string]any{"state": task.StateAwaitingApproval})
-	_, err := rn.j.Store().ApprovalPark(context.WithoutCancel(rn.ctx), rn.j.Task.ID, rn.j.Token(), store.ApprovalParkParams{
-		Steps: need, Roles: roles, Timeout: timeout,
-		Events: []task.Event{{Type: task.EventTaskState, Status: task.StatusApproval, Message: "Waiting for approval", Data: stateData}},
-	})
-	if errors.Is(err, store.ErrLeaseLost) {
-		return nil, errInterrupted
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &queue.Outcome{State: task.StateAwaitingApproval, Written: true}, nil
+	return &queue.Outcome{State: task.StateAwaitingApproval, Message: "Waiting for approval",
+		Approvals: &store.ApprovalPark{Steps: need, Roles: roles, Timeout: timeout}}, nil
 }
 
 // group runs a stage's steps at once (at most Concurrency) and joins them:

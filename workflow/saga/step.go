@@ -74,7 +74,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 			}}); werr != nil {
 				return werr
 			}
-			return fmt.Errorf("step %s failed: %w", ps.Name, err)
+			return &stepFailure{ps: ps, attempt: attempt, err: err}
 		}
 		wait := rn.r.retryWait(failures, err)
 		msg := fmt.Sprintf("Step %s failed (%s); retrying in %s (%d of %d retries)", ps.Name, err, wait.Round(time.Millisecond), failures, ps.Step.Retries)
@@ -167,8 +167,17 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 		runErr = fmt.Errorf("timed out after %s: %w", timeout, runErr)
 	}
 	logger.close()
+	var artErr error
 	if art != nil {
-		if id, err := art.Close(); err == nil && id != "" {
+		id, err := art.Close()
+		switch {
+		case err != nil:
+			// Never silent: the log shows it and the step's output (or
+			// error) says so; the step itself did its work.
+			artErr = err
+			rn.r.cfg.Logger.Warn("Could not keep the output artifact", "task_id", rn.j.Task.ID, "step", ps.Name, "error", err)
+			rn.j.Emit(rn.event(ps, task.EventStepLog, task.StatusError, name, "Output could not be kept as "+logName+": "+err.Error(), nil))
+		case id != "":
 			rn.j.Emit(rn.event(ps, task.EventArtifactCreated, task.StatusLog, name, "Output kept as "+logName, map[string]any{"artifact_id": id, "name": logName}))
 		}
 	}
@@ -179,12 +188,30 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 	rn.j.Emit(rn.event(ps, task.EventToolExecuted, task.StatusToolResult, name, name+" finished: "+outcome,
 		toolData{Tool: name, DurationMS: time.Since(start).Milliseconds(), Outcome: outcome, Compensating: compensating}.json()))
 	if runErr != nil {
+		if artErr != nil {
+			runErr = fmt.Errorf("%w (its output was not kept: %v)", runErr, artErr)
+		}
 		return nil, runErr
 	}
 	if len(res) == 0 || !json.Valid(res) {
 		res = json.RawMessage(`{}`)
 	}
+	if artErr != nil {
+		res = withArtifactError(res, redact("output not kept as "+logName+": "+artErr.Error(), rn.secrets))
+	}
 	return res, nil
+}
+
+// withArtifactError adds "artifact_error" to a step's output object (an
+// output that is not an object is wrapped as {"output":…}).
+func withArtifactError(res json.RawMessage, msg string) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(res, &obj) != nil || obj == nil {
+		obj = map[string]json.RawMessage{"output": res}
+	}
+	obj["artifact_error"], _ = json.Marshal(msg)
+	b, _ := json.Marshal(obj)
+	return b
 }
 
 // traceErr is err as a span shows it: redacted, since spans leave the

@@ -29,6 +29,13 @@ const (
 	EventTaskCompleted     EventType = "task.completed"
 	EventTaskFailed        EventType = "task.failed"
 	EventTaskCancelled     EventType = "task.cancelled"
+	// EventTaskPaused: the task parked paused (a person's pause, or a failed
+	// step waiting for a decision); EventTaskResumed: a person resumed it,
+	// data.action saying how (continue, retry, skip, rollback).
+	EventTaskPaused  EventType = "task.paused"
+	EventTaskResumed EventType = "task.resumed"
+	// EventTaskOverride: an admin overrode an environment's rules (contract §9).
+	EventTaskOverride EventType = "task.override"
 )
 
 // Terminal reports whether the event ends its task's stream.

@@ -1,6 +1,9 @@
 package task
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // The domain's rules, each one pure function, called by the store's writes,
 // the pages and the sockets alike (invariant 11).
@@ -10,7 +13,9 @@ type ApprovalKind string
 
 const (
 	ApprovalStep     ApprovalKind = "step"      // a pipeline step that waits for a person
-	ApprovalToolCall ApprovalKind = "tool_call" // an agent's mutating tool call
+	ApprovalToolCall ApprovalKind = "tool_call" // an agent's mutating tool call (shown as "tool")
+	// ApprovalEnvironment: an environment's reviewers, before the first step.
+	ApprovalEnvironment ApprovalKind = "environment"
 )
 
 // ApprovalState is an approval's state.
@@ -77,4 +82,69 @@ func joinRoles(roles []string) string {
 		out += r
 	}
 	return out
+}
+
+// ResumeAction is how a person resumes a paused task (contract §10).
+type ResumeAction string
+
+const (
+	ResumeContinue ResumeAction = "continue" // go on at the next step (a task a person paused)
+	ResumeRetry    ResumeAction = "retry"    // run the failed step again: its next attempt, the same key
+	ResumeSkip     ResumeAction = "skip"     // mark the failed step skipped (never compensated) and go on
+	ResumeRollback ResumeAction = "rollback" // compensate now; the task ends failed
+)
+
+// ResumeActions are the actions a resume may name.
+var ResumeActions = []ResumeAction{ResumeContinue, ResumeRetry, ResumeSkip, ResumeRollback}
+
+// SkipCommentMin is the shortest reason a skip is given with, in characters.
+const SkipCommentMin = 10
+
+// ResumeRefusal is why a resume may not happen.
+type ResumeRefusal int
+
+const (
+	ResumeAllowed   ResumeRefusal = iota
+	ResumeConflict                // the action does not fit the task's pause
+	ResumeForbidden               // the person may not take it
+	ResumeInvalid                 // the request is incomplete (a skip's reason)
+)
+
+// MayResume reports whether a person with role (in the task's team) may
+// resume a paused task with action, and why not in words for people.
+// onFailedStep says whether the task waits on a failed step's decision:
+// then retry, skip and rollback apply, otherwise (a task a person paused)
+// continue does. Pausing, continuing, retrying and rolling back are a
+// deployer's; a skip leaves a step undone, so it takes an approver or
+// admin who did not create the task (four eyes), with a reason of at least
+// SkipCommentMin characters.
+func MayResume(action ResumeAction, onFailedStep bool, creatorID, actorID, role, comment string) (ResumeRefusal, string) {
+	if !slices.Contains(deployerOrAbove, role) {
+		return ResumeForbidden, "resuming a task needs the role deployer, approver or admin"
+	}
+	switch action {
+	case ResumeContinue:
+		if onFailedStep {
+			return ResumeConflict, "a step failed: decide retry, skip or rollback"
+		}
+		return ResumeAllowed, ""
+	case ResumeRetry, ResumeRollback:
+	case ResumeSkip:
+		if onFailedStep {
+			switch {
+			case role != "approver" && role != "admin":
+				return ResumeForbidden, "skipping a failed step needs the role approver or admin"
+			case actorID == creatorID:
+				return ResumeForbidden, "you created this task, so another person must decide a skip (four eyes)"
+			case len([]rune(strings.TrimSpace(comment))) < SkipCommentMin:
+				return ResumeInvalid, "say why the step may be skipped (at least 10 characters)"
+			}
+		}
+	default:
+		return ResumeInvalid, "action must be continue, retry, skip or rollback"
+	}
+	if !onFailedStep {
+		return ResumeConflict, "no step failed: resume with continue"
+	}
+	return ResumeAllowed, ""
 }

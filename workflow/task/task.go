@@ -28,6 +28,7 @@ const (
 	StateRunning          State = "running"
 	StateAwaitingApproval State = "awaiting_approval"
 	StateAwaitingInput    State = "awaiting_input"
+	StatePaused           State = "paused" // a person paused it, or a failed step waits for a decision (on_failure: ask)
 	StateCompensating     State = "compensating"
 	StateNeedsAttention   State = "needs_attention"
 	StateCompleted        State = "completed"
@@ -35,13 +36,30 @@ const (
 	StateCancelled        State = "cancelled"
 )
 
+// MaxAttemptsDefault is how often a task is started when its submit does
+// not say (contract §2: a start its worker did not live through counts).
+const MaxAttemptsDefault = 5
+
 // States lists every state, in lifecycle order.
 var States = []State{StatePending, StateScheduled, StateRunning, StateAwaitingApproval, StateAwaitingInput,
-	StateCompensating, StateNeedsAttention, StateCompleted, StateFailed, StateCancelled}
+	StatePaused, StateCompensating, StateNeedsAttention, StateCompleted, StateFailed, StateCancelled}
 
 // Terminal reports whether no further transition can happen.
 func (s State) Terminal() bool {
 	return s == StateCompleted || s == StateFailed || s == StateCancelled
+}
+
+// Claimable reports whether a worker may claim a task in s (when it holds
+// no lease): pending tasks start or resume, compensating ones undo steps.
+func (s State) Claimable() bool {
+	return s == StatePending || s == StateCompensating
+}
+
+// WaitsForPerson reports whether a task in s waits for a person's decision
+// or answer (or, paused, for a person to resume it): that time is not run
+// time (the dashboard's rollups).
+func (s State) WaitsForPerson() bool {
+	return s == StateAwaitingApproval || s == StateAwaitingInput || s == StatePaused
 }
 
 // Valid reports whether s is a known state.
@@ -52,11 +70,14 @@ func (s State) Valid() bool {
 
 // transitions lists, for each state, the states a task may move to.
 var transitions = map[State][]State{
-	StatePending:          {StateRunning, StateCancelled, StateCompensating, StateFailed},
-	StateScheduled:        {StatePending, StateCancelled, StateCompensating, StateFailed},
-	StateRunning:          {StatePending, StateScheduled, StateAwaitingApproval, StateAwaitingInput, StateCompensating, StateCompleted, StateFailed, StateCancelled},
-	StateAwaitingApproval: {StatePending, StateCompensating, StateCancelled, StateFailed},
+	StatePending:   {StateRunning, StateCancelled, StateCompensating, StateFailed, StatePaused},
+	StateScheduled: {StatePending, StateCancelled, StateCompensating, StateFailed, StatePaused},
+	StateRunning:   {StatePending, StateScheduled, StateAwaitingApproval, StateAwaitingInput, StatePaused, StateCompensating, StateCompleted, StateFailed, StateCancelled},
+	// scheduled: an environment's reviewers approved and its wait timer
+	// or the submit's run_at follows
+	StateAwaitingApproval: {StatePending, StateScheduled, StateCompensating, StateCancelled, StateFailed},
 	StateAwaitingInput:    {StatePending, StateCompensating, StateCancelled, StateFailed},
+	StatePaused:           {StatePending, StateScheduled, StateCompensating, StateCancelled}, // resume, roll back or cancel
 	StateCompensating:     {StatePending, StateFailed, StateCancelled, StateNeedsAttention, StateCompensating},
 	StateNeedsAttention:   {StateCompensating, StateFailed},
 	StateCompleted:        nil,
@@ -158,9 +179,45 @@ type Task struct {
 	BlockedBy *string `json:"blocked_by"`
 	// RerunOf is the task this one repeats (a re-run, redeploy or
 	// rollback); nil otherwise.
-	RerunOf    *string `json:"rerun_of"`
-	LeaseToken string  `json:"-"` // set on claimed tasks; every worker write carries it
-	Steps      []Step  `json:"steps,omitempty"`
+	RerunOf *string `json:"rerun_of"`
+	// Environment is a deploy's environment ("" for none, contract §9).
+	Environment string `json:"environment,omitempty"`
+	// RunAt is when a scheduled task becomes pending (its run_at, an
+	// environment's wait timer, a retry's backoff or the end of a freeze).
+	RunAt *time.Time `json:"run_at"`
+	// PromotedFrom is the deploy a promotion repeats; nil otherwise.
+	PromotedFrom *string `json:"promoted_from"`
+	// Override is an admin's break-glass override ({"by","reason","at"}); null for none.
+	Override json.RawMessage `json:"override"`
+	// Held says why a waiting task does not start now (a freeze); nil when nothing holds it.
+	Held       *Held  `json:"held"`
+	LeaseToken string `json:"-"` // set on claimed tasks; every worker write carries it
+	Steps      []Step `json:"steps,omitempty"`
+	// PauseRequested: a person asked the running task to pause; it parks
+	// paused once the step (or group) it is in ends.
+	PauseRequested bool `json:"pause_requested"`
+	// FailedStep is the step a paused task waits on a decision about
+	// (guided failure), nil for a task a person paused; undecided by
+	// DecisionExpiresAt, the task rolls back.
+	FailedStep        *FailedStep `json:"failed_step"`
+	DecisionExpiresAt *time.Time  `json:"decision_expires_at"`
+}
+
+// Held is why a waiting task does not start: a freeze, until its end.
+type Held struct {
+	Reason string    `json:"reason"` // frozen
+	Until  time.Time `json:"until"`
+	// Message is the freeze's reason in words.
+	Message string `json:"message,omitempty"`
+}
+
+// FailedStep is the step whose failure a paused task waits on a decision
+// about.
+type FailedStep struct {
+	Index   int    `json:"index"`
+	Name    string `json:"name"`
+	Error   string `json:"error"`
+	Attempt int    `json:"attempt"`
 }
 
 // Step is one step of a deploy task.

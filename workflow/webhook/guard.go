@@ -168,7 +168,7 @@ func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, bool, e
 	}
 	ips, err := g.resolver.LookupNetIP(ctx, "ip", h)
 	if err != nil {
-		return nil, false, fmt.Errorf("could not resolve %s: %w", host, err)
+		return nil, false, lookupError(host, err)
 	}
 	if len(ips) == 0 {
 		return nil, false, fmt.Errorf("could not resolve %s: no addresses", host)
@@ -177,6 +177,21 @@ func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, bool, e
 		ips[i] = ips[i].Unmap()
 	}
 	return ips, g.allowHosts[h], nil
+}
+
+// lookupError says why host did not resolve without the resolver's own
+// error text, which names the server's internal DNS resolver
+// ("lookup x on 10.0.0.2:53: no such host"); the message reaches clients
+// (422 at registration, a delivery's error).
+func lookupError(host string, err error) error {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return fmt.Errorf("host %s does not resolve", host)
+	case errors.As(err, &dnsErr) && dnsErr.IsTimeout, errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("could not resolve %s: the lookup timed out", host)
+	}
+	return fmt.Errorf("could not resolve %s", host)
 }
 
 // CheckURL validates a webhook URL for registration: http or https, a host,

@@ -245,3 +245,34 @@ func TestScheduleDelay(t *testing.T) {
 	require.LessOrEqual(t, own.Delay(1), 1200*time.Microsecond, "its own steps")
 	require.GreaterOrEqual(t, own.Delay(2), 48*time.Second, "then its own every")
 }
+
+// failingResolver fails every lookup with err.
+type failingResolver struct{ err error }
+
+func (f failingResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return nil, f.err
+}
+
+// A host that does not resolve is said so without naming the server's
+// DNS resolver, whose address the system's error text carries. Before:
+// "could not resolve foo.localhost: lookup foo.localhost on 10.0.0.2:53:
+// no such host".
+func TestLookupErrorsDoNotNameTheResolver(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&net.DNSError{Err: "no such host", Name: "foo.localhost", Server: "10.0.0.2:53", IsNotFound: true}, "host foo.localhost does not resolve"},
+		{&net.DNSError{Err: "i/o timeout", Name: "foo.localhost", Server: "10.0.0.2:53", IsTimeout: true}, "could not resolve foo.localhost: the lookup timed out"},
+		{&net.DNSError{Err: "server misbehaving", Name: "foo.localhost", Server: "10.0.0.2:53"}, "could not resolve foo.localhost"},
+	} {
+		g, err := NewGuard(nil, failingResolver{tc.err})
+		require.NoError(t, err)
+		err = g.CheckURL(t.Context(), "https://foo.localhost/hook")
+		require.EqualError(t, err, tc.want)
+		_, err = g.DialContext(t.Context(), "tcp", "foo.localhost:443")
+		require.EqualError(t, err, tc.want, "a delivery's error alike")
+		require.NotContains(t, err.Error(), "10.0.0.2")
+	}
+}

@@ -1,0 +1,55 @@
+package handlers
+
+import (
+	"strings"
+
+	"flightdeck/internal/auth"
+	"flightdeck/views/pages"
+	"flightdeck/workflow/task"
+)
+
+// decisionLogLines is how many of a failed step's last log lines its
+// decision card shows (the step's log box and artifact have them all).
+const decisionLogLines = 20
+
+// controlView is the run page's run control for u (contract §10): what
+// they may do now by task.MayResume, the rule the store applies. Nil when
+// nothing applies (a finished task, or a viewer).
+func controlView(t *task.Task, u *auth.User, role auth.Role, m *runModel) *pages.ControlView {
+	if t.State.Terminal() || !role.AtLeast(auth.RoleDeployer) {
+		return nil
+	}
+	c := &pages.ControlView{PauseRequested: t.PauseRequested, Paused: t.State == task.StatePaused}
+	switch t.State {
+	case task.StatePending, task.StateScheduled:
+		c.CanPause = true
+	case task.StateRunning:
+		c.CanPause = !t.PauseRequested && t.Kind == task.KindDeploy
+	}
+	may := func(a task.ResumeAction, comment string) (bool, string) {
+		refusal, why := task.MayResume(a, t.FailedStep != nil, t.CreatedByID, u.ID, string(role), comment)
+		return refusal == task.ResumeAllowed, why
+	}
+	if c.Paused && t.FailedStep == nil {
+		c.CanResume, _ = may(task.ResumeContinue, "")
+	}
+	if fs := t.FailedStep; c.Paused && fs != nil {
+		f := &pages.FailedStepView{Index: fs.Index, Attempt: fs.Attempt, Name: fs.Name, Error: fs.Error, ExpiresAt: t.DecisionExpiresAt}
+		if st := m.steps[fs.Index]; st != nil {
+			f.Log = tail(st.fwd.lines, decisionLogLines)
+		}
+		f.CanRetry, _ = may(task.ResumeRetry, "")
+		f.CanRollback, _ = may(task.ResumeRollback, "")
+		// the reason is asked for in the card: judge the person alone
+		var why string
+		f.CanSkip, why = may(task.ResumeSkip, strings.Repeat("x", task.SkipCommentMin))
+		if !f.CanSkip {
+			f.SkipWhyNot = strings.ToUpper(why[:1]) + why[1:] + "."
+		}
+		c.Failed = f
+	}
+	if !c.CanPause && !c.PauseRequested && !c.Paused {
+		return nil
+	}
+	return c
+}
