@@ -117,10 +117,13 @@ func setupDeps(t *testing.T, tune func(*config.Config), catalog *pipeline.Catalo
 }
 
 // browser is an HTTP client with cookies that does not follow redirects.
+// Its timeout only catches a hang: a sign-in checks a bcrypt hash, which
+// under -race with dozens of parallel tests on two cores took over 10 s
+// (the suite's sign-ins queued behind each other and failed, not the code).
 func (b *testBundle) browser(t *testing.T) *http.Client {
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
-	return &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+	return &http.Client{Jar: jar, Timeout: 60 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}
 }
