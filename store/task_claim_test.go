@@ -134,3 +134,75 @@ func TestClaimNamesTeamsAndCreators(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskWritesApplyOnceWhenRetried: a write whose commit's reply was
+// lost (a restart between the commit and its answer) is tried again by
+// the writer with the same WriteID; it is answered as written and applied
+// once: no second event batch, no second count in the rollups, and a park
+// that released the lease is still answered.
+func TestTaskWritesApplyOnceWhenRetried(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "retry@acme.test", "acme", auth.RoleDeployer)
+	tk := testfactory.Task(t, st, u, nil)
+	claimed, err := st.TaskClaim(ctx, "w1", 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	token := claimed[0].Task.LeaseToken
+	ev := task.Event{Type: task.EventStepLog, Status: task.StatusLog, Message: "once"}
+
+	progress := store.TaskWrite{ID: tk.ID, Token: token, WriteID: store.NewTaskID(), Events: []task.Event{ev}}
+	first, err := st.TaskWrites(ctx, []store.TaskWrite{progress})
+	require.NoError(t, err)
+	again, err := st.TaskWrites(ctx, []store.TaskWrite{progress})
+	require.NoError(t, err)
+	require.Equal(t, first, again, "the retry is answered as the first try")
+	evs, err := st.EventList(ctx, u.TeamIDs(), tk.ID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 2, "submitted, and the progress once")
+
+	done := store.TaskWrite{ID: tk.ID, Token: token, WriteID: store.NewTaskID(), State: task.StateCompleted, Release: true,
+		Events: []task.Event{{Type: task.EventTaskCompleted, Status: task.StatusCompleted, Message: "done"}}}
+	first, err = st.TaskWrites(ctx, []store.TaskWrite{done})
+	require.NoError(t, err)
+	require.Equal(t, task.StateCompleted, first[tk.ID].State)
+	again, err = st.TaskWrites(ctx, []store.TaskWrite{done})
+	require.NoError(t, err)
+	require.Equal(t, first, again, "the lease is gone, but the retry is the write that released it")
+	evs, err = st.EventList(ctx, u.TeamIDs(), tk.ID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 3)
+	since := time.Now().Add(-48 * time.Hour)
+	rollups, err := st.TaskRollupList(ctx, u.TeamIDs(), since, since)
+	require.NoError(t, err)
+	tasks := 0
+	for _, r := range rollups {
+		tasks += r.Tasks
+	}
+	require.Equal(t, 1, tasks, "the task is counted once")
+
+	// Another write of a stale owner is still refused.
+	stale, err := st.TaskWrites(ctx, []store.TaskWrite{{ID: tk.ID, Token: token, WriteID: store.NewTaskID(), Events: []task.Event{ev}}})
+	require.NoError(t, err)
+	require.Empty(t, stale)
+
+	// A park retried after its commit: answered, its approval made once.
+	parked := testfactory.Task(t, st, u, nil)
+	claimed, err = st.TaskClaim(ctx, "w1", 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	park := store.TaskWrite{ID: parked.ID, Token: claimed[0].Task.LeaseToken, WriteID: store.NewTaskID(), State: task.StateAwaitingApproval,
+		Release: true, Approvals: &store.ApprovalPark{Steps: []store.ApprovalStep{{Idx: 1, Name: "release", Attempt: 1}}, Roles: []string{"approver"}, Timeout: time.Hour},
+		Events: []task.Event{{Type: task.EventTaskState, Status: task.StatusApproval, Message: "Waiting for approval"}}}
+	first, err = st.TaskWrites(ctx, []store.TaskWrite{park})
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	again, err = st.TaskWrites(ctx, []store.TaskWrite{park})
+	require.NoError(t, err)
+	require.Equal(t, first, again)
+	aps, err := st.ApprovalList(ctx, u.TeamIDs(), parked.ID)
+	require.NoError(t, err)
+	require.Len(t, aps, 1)
+	require.Equal(t, task.ApprovalPending, aps[0].State)
+}

@@ -50,12 +50,20 @@ type AgentSave struct {
 // lease was lost: nothing is written.
 func parkRows(ctx context.Context, tx pgx.Tx, w *TaskWrite) (bool, error) {
 	var teamID string
-	err := tx.QueryRow(ctx, `SELECT team_id FROM tasks WHERE id = $1 AND lease_token = $2 FOR UPDATE`, w.ID, w.Token).Scan(&teamID)
+	var held, applied bool
+	err := tx.QueryRow(ctx, `SELECT team_id, lease_token IS NOT DISTINCT FROM $2::uuid, last_write IS NOT DISTINCT FROM NULLIF($3, '')::uuid
+		FROM tasks WHERE id = $1 FOR UPDATE`, w.ID, w.Token, w.WriteID).Scan(&teamID, &held, &applied)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
 		return false, interpretError(err)
+	}
+	if applied && w.WriteID != "" {
+		return true, nil // an earlier try of this write parked it; taskApply answers it
+	}
+	if !held {
+		return false, nil
 	}
 	var evs []task.Event
 	if p := w.Approvals; p != nil {

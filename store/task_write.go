@@ -24,8 +24,12 @@ import (
 // compensating to hand it back, awaiting_*, scheduled).
 type TaskWrite struct {
 	ID    string
-	Token string     // the lease token the write is fenced by; "" for none
-	State task.State // "" keeps the state
+	Token string // the lease token the write is fenced by; "" for none
+	// WriteID names a worker's write: retried after its commit's reply was
+	// lost (a database restart), a write already applied is answered as
+	// written and not applied twice. "" for none.
+	WriteID string
+	State   task.State // "" keeps the state
 	// Release clears the lease; RunAfter goes with it.
 	Release  bool
 	Error    *string // the task's error (nil keeps it)
@@ -163,9 +167,9 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		WITH input AS (
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::text[], $6::bool[], $7::jsonb[],
 				$8::timestamptz[], $9::bool[], $10::bool[], $11::bool[], $12::smallint[], $13::int[], $14::int[], $15::int[],
-				$16::int[], $17::jsonb[], $30::bool[], $31::bool[], $32::bool[], $33::jsonb[], $34::float8[])
+				$16::int[], $17::jsonb[], $30::bool[], $31::bool[], $32::bool[], $33::jsonb[], $34::float8[], $35::uuid[])
 				AS i(id, token, state, release, error, keep_error, result, run_after, bump, finished, cancel, priority,
-					progress, n, done, total, events, waits, pause, resumed, failed_step, decision_secs)
+					progress, n, done, total, events, waits, pause, resumed, failed_step, decision_secs, write_id)
 		), written AS (
 			UPDATE tasks t SET
 				state = COALESCE(NULLIF(i.state, ''), t.state),
@@ -192,9 +196,12 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				-- time spent waiting for people is not run time
 				waiting_since = CASE WHEN i.state = '' THEN t.waiting_since WHEN i.waits THEN COALESCE(t.waiting_since, now()) END,
 				waited_ms = t.waited_ms + CASE WHEN i.state <> '' AND NOT i.waits AND t.waiting_since IS NOT NULL
-					THEN GREATEST(0, (extract(epoch FROM now() - t.waiting_since) * 1000)::bigint) ELSE 0 END
+					THEN GREATEST(0, (extract(epoch FROM now() - t.waiting_since) * 1000)::bigint) ELSE 0 END,
+				last_write = COALESCE(i.write_id, t.last_write)
 			FROM input i
 			WHERE t.id = i.id AND (i.token IS NULL OR t.lease_token = i.token)
+				-- a write retried after its commit's reply was lost is not applied again
+				AND (i.write_id IS NULL OR t.last_write IS DISTINCT FROM i.write_id)
 			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed, i.finished,
 				t.team_id, t.kind, t.pipeline, t.created_at, t.started_at, t.finished_at, t.waited_ms, t.target_key,
 				CASE WHEN i.finished THEN t.pipeline || ' ' || COALESCE(t.target_key, t.concurrency_key, (t.params - 'version')::text) END AS restore_target,
@@ -218,11 +225,17 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				finished_at = excluded.finished_at, compensated_at = excluded.compensated_at
 		)
 		SELECT id, state, last_seq, keyed, finished, team_id, kind, pipeline, created_at, started_at, finished_at, waited_ms,
-			target_key, restore_target, params FROM written`,
+			target_key, restore_target, params FROM written
+		UNION ALL
+		-- applied by an earlier try of the same write (this statement's
+		-- snapshot predates its own updates): answered as written, once
+		SELECT t.id, t.state, t.last_seq, false, false, t.team_id, t.kind, t.pipeline, t.created_at, t.started_at, t.finished_at,
+			t.waited_ms, t.target_key, NULL, NULL
+		FROM tasks t JOIN input i ON t.id = i.id AND t.last_write = i.write_id`,
 		in.ids, in.tokens, in.states, in.release, in.errs, in.keepErr, in.results, in.runAfter, in.bump, in.finished,
 		in.cancel, in.priority, in.progress, in.counts, in.done, in.total, in.events,
 		st.taskIDs, st.idx, st.names, st.keys, st.states, st.attempts, st.compAttempts, st.outputs, st.errs,
-		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs)
+		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs, in.writeIDs)
 	if err != nil {
 		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
@@ -269,7 +282,7 @@ func deref(s *string) string {
 // applyArrays are TaskWrites as the parallel arrays unnest wants.
 type applyArrays struct {
 	ids, states                                     []string
-	tokens, errs                                    []*string
+	tokens, errs, writeIDs                          []*string
 	release, keepErr, bump, finished, cancel, waits []bool
 	pause, resumed                                  []bool
 	results, events, failedSteps                    [][]byte
@@ -324,6 +337,7 @@ func (a *applyArrays) add(w TaskWrite) {
 		failed, _ = json.Marshal(w.FailedStep)
 	}
 	a.pause, a.resumed = append(a.pause, w.Pause), append(a.resumed, w.Resumed)
+	a.writeIDs = append(a.writeIDs, nonEmpty(w.WriteID))
 	a.failedSteps, a.decisionSecs = append(a.failedSteps, failed), append(a.decisionSecs, w.DecisionTimeout.Seconds())
 }
 

@@ -35,6 +35,9 @@ type writeRes struct {
 // write queues w and waits until it is stored: written is false when the
 // lease was lost (another worker owns the task, or it ended).
 func (p *Pool) write(w store.TaskWrite) (bool, error) {
+	// Every try of this write carries one id, so a retry after a lost
+	// commit reply is not applied twice.
+	w.WriteID = store.NewTaskID()
 	req := writeReq{w: w, done: make(chan writeRes, 1)}
 	p.writes <- req
 	res := <-req.done
