@@ -252,7 +252,7 @@ func (s *Store) ApprovalExpire(ctx context.Context) (int, error) {
 			if d.kind == string(task.ApprovalEnvironment) {
 				// no step ran: the task is cancelled at once
 				reason = fmt.Sprintf("the reviewers of %s did not decide in time", d.step)
-				change = stateChange{State: task.StateCancelled, Finished: true, Cancel: true, Error: &reason}
+				change = stateChange{State: task.StateCancelled, Cancel: true, Error: &reason}
 				if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, d.taskID); err != nil {
 					return interpretError(err)
 				}
@@ -320,7 +320,7 @@ func decideReviewer(ctx context.Context, tx pgx.Tx, a *Approval, p ApprovalDecid
 			reason += ": " + p.Comment
 		}
 		msg = reason
-		change = stateChange{State: task.StateCancelled, Finished: true, Error: &reason, Cancel: true}
+		change = stateChange{State: task.StateCancelled, Error: &reason, Cancel: true}
 		if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, p.TaskID); err != nil {
 			return nil, interpretError(err)
 		}

@@ -63,7 +63,7 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 			if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'cancelled' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
 				return interpretError(err)
 			}
-			return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Finished: true, Error: &msg, Cancel: true, Resumed: st == task.StatePaused},
+			return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Error: &msg, Cancel: true, Resumed: st == task.StatePaused},
 				[]task.Event{
 					{Type: task.EventTaskState, Status: task.StatusLog, Message: msg, Data: data},
 					{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: msg, Data: data},
@@ -134,7 +134,6 @@ func (s *Store) TaskSetPriority(ctx context.Context, teamIDs []string, id string
 // sets finished_at.
 type stateChange struct {
 	State    task.State    // "" keeps the state
-	Finished bool          // kept for readability: a terminal State finishes the task
 	Error    *string       // the task's error
 	KeepErr  bool          // with Error: only if the task has none yet
 	Cancel   bool          // cancel_requested_at, if not set yet
@@ -190,7 +189,7 @@ func (s *Store) TaskResolve(ctx context.Context, teamIDs []string, id, action, a
 		if comment != "" {
 			reason += ": " + comment
 		}
-		return appendStateEvents(ctx, tx, id, stateChange{State: task.StateFailed, Finished: true, Error: &reason}, []task.Event{
+		return appendStateEvents(ctx, tx, id, stateChange{State: task.StateFailed, Error: &reason}, []task.Event{
 			{Type: task.EventTaskFailed, Status: task.StatusError, Message: "Task failed: " + reason, Data: data},
 		})
 	})
