@@ -18,7 +18,7 @@ type versionInfo struct {
 	Modified   bool   `json:"modified"`    // vcs.modified: built from a tree with uncommitted changes
 	GoVersion  string `json:"go"`
 	Platform   string `json:"platform"` // GOOS/GOARCH
-	CGO        bool   `json:"cgo"`      // false for the static build of `go tool task build`
+	CGO        bool   `json:"cgo"`      // false for the static build of `go tool task build:release`
 }
 
 // readVersion reads bi (from debug.ReadBuildInfo; nil when the binary has
