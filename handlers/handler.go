@@ -9,9 +9,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"flightdeck/internal/config"
+	"flightdeck/internal/metrics"
 	"flightdeck/internal/ratelimit"
 	"flightdeck/internal/sso"
 	"flightdeck/store"
@@ -25,9 +24,9 @@ type Deps struct {
 	Config    config.Config
 	Store     *store.Store
 	Logger    *slog.Logger
-	Registry  *prometheus.Registry // metrics are registered here and served at /metrics
-	Pipelines *pipeline.Catalog    // default: the built-in pipelines
-	Hub       *event.Hub           // wakes live event streams; default: one fed by nothing (polling only)
+	Registry  *metrics.Registry // metrics are registered here and served at /metrics
+	Pipelines *pipeline.Catalog // default: the built-in pipelines
+	Hub       *event.Hub        // wakes live event streams; default: one fed by nothing (polling only)
 	// WebhookGuard checks webhook URLs (SSRF); default: Config.WebhookAllow
 	// with the system resolver.
 	WebhookGuard *webhook.Guard
@@ -42,7 +41,7 @@ type Handler struct {
 	store     *store.Store
 	logger    *slog.Logger
 	metrics   *httpMetrics
-	reg       *prometheus.Registry
+	reg       *metrics.Registry
 	apiRate   *ratelimit.Limiter // per user: the API and every form
 	wsRate    *ratelimit.Limiter
 	pipelines *pipeline.Catalog
@@ -70,7 +69,7 @@ func newHandler(d Deps) *Handler {
 	}
 	reg := d.Registry
 	if reg == nil {
-		reg = prometheus.NewRegistry()
+		reg = metrics.NewRegistry()
 	}
 	pipelines := d.Pipelines
 	if pipelines == nil {

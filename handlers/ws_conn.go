@@ -12,7 +12,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus"
+
+	"flightdeck/internal/metrics"
 )
 
 // Socket limits. A client that cannot take wsSendBuffer messages, or one
@@ -34,7 +35,7 @@ type wsConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	once   sync.Once
-	slow   prometheus.Counter // counts closes for a client that stopped reading
+	slow   *metrics.Counter // counts closes for a client that stopped reading
 	// slowOnce counts a socket once: until its close frame is out (up to
 	// wsWriteTimeout) every further send finds the queue full too.
 	slowOnce sync.Once

@@ -9,9 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"flightdeck/internal/config"
+	"flightdeck/internal/metrics"
 	"flightdeck/workflow/event"
 )
 
@@ -38,7 +37,7 @@ type dashboardFeed struct {
 	teamsOf  func(ctx context.Context, taskIDs []string) ([]string, error)
 	hub      *event.Hub
 	logger   *slog.Logger
-	renders  prometheus.Counter
+	renders  *metrics.Counter
 	coalesce time.Duration
 	refresh  time.Duration
 
@@ -60,16 +59,9 @@ type dashboardSub struct {
 	removed bool
 }
 
-func newDashboardFeed(h *Handler, reg *prometheus.Registry) *dashboardFeed {
-	renders := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "flightdeck_ws_dashboard_renders_total",
-		Help: "Live dashboard sections loaded and rendered (one per team set and batch of changes, however many sockets watch).",
-	})
-	if err := reg.Register(renders); err != nil {
-		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
-			renders = are.ExistingCollector.(prometheus.Counter)
-		}
-	}
+func newDashboardFeed(h *Handler, reg *metrics.Registry) *dashboardFeed {
+	renders := metrics.Registered(reg, metrics.NewCounter("flightdeck_ws_dashboard_renders_total",
+		"Live dashboard sections loaded and rendered (one per team set and batch of changes, however many sockets watch)."))
 	return &dashboardFeed{
 		render:   h.renderDashboardLive,
 		teamsOf:  h.store.TaskTeamIDs,

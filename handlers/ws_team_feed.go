@@ -9,8 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"flightdeck/internal/metrics"
 	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/event"
@@ -39,7 +38,7 @@ type teamFeed struct {
 	pipelines *pipeline.Catalog // for the rows' targets and versions
 	hub       *event.Hub
 	logger    *slog.Logger
-	loads     prometheus.Counter
+	loads     *metrics.Counter
 
 	mu     sync.Mutex
 	byTeam map[string]map[*teamSub]struct{}
@@ -73,16 +72,9 @@ func (c *taskChange) rowHTML() []byte {
 	return c.row
 }
 
-func newTeamFeed(st *store.Store, cat *pipeline.Catalog, hub *event.Hub, logger *slog.Logger, reg *prometheus.Registry) *teamFeed {
-	loads := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "flightdeck_ws_team_feed_loads_total",
-		Help: "Queries the team feed made to load changed tasks (one per batch of changes, however many sockets watch).",
-	})
-	if err := reg.Register(loads); err != nil {
-		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
-			loads = are.ExistingCollector.(prometheus.Counter)
-		}
-	}
+func newTeamFeed(st *store.Store, cat *pipeline.Catalog, hub *event.Hub, logger *slog.Logger, reg *metrics.Registry) *teamFeed {
+	loads := metrics.Registered(reg, metrics.NewCounter("flightdeck_ws_team_feed_loads_total",
+		"Queries the team feed made to load changed tasks (one per batch of changes, however many sockets watch)."))
 	return &teamFeed{store: st, pipelines: cat, hub: hub, logger: logger, loads: loads, byTeam: map[string]map[*teamSub]struct{}{}}
 }
 

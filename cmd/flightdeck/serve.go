@@ -12,12 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"flightdeck/handlers"
 	"flightdeck/internal/auth"
 	"flightdeck/internal/config"
+	"flightdeck/internal/metrics"
 	"flightdeck/internal/sso"
 	"flightdeck/store"
 	"flightdeck/workflow/event"
@@ -91,8 +89,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := metrics.NewRegistry()
+	reg.MustRegister(metrics.NewGoCollector(), metrics.NewProcessCollector())
 
 	// One LISTEN connection per process feeds the Hub (live streams) and
 	// the pool (wake-ups, cancels).
