@@ -20,8 +20,6 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -59,13 +57,14 @@ func Configured(getenv func(string) string) bool {
 }
 
 // Setup installs the OTLP exporter when Configured says so, and returns
-// the function that flushes and stops it (a no-op otherwise). The SDK reads
-// the rest of its settings itself: the endpoint, headers, timeout and
-// compression (OTEL_EXPORTER_OTLP_*), the sampler (OTEL_TRACES_SAMPLER,
-// OTEL_TRACES_SAMPLER_ARG), the batch processor (OTEL_BSP_*) and the
-// resource (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES; the service name
-// is flightdeck unless set). OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or
-// OTEL_EXPORTER_OTLP_PROTOCOL picks http/protobuf (the default) or grpc.
+// the function that flushes and stops it (a no-op otherwise). The exporter
+// speaks OTLP/HTTP with protobuf (http/protobuf, the specification's
+// default; grpc is refused with a hint) and reads the standard
+// OTEL_EXPORTER_OTLP_[TRACES_]{ENDPOINT,HEADERS,TIMEOUT,COMPRESSION,
+// CERTIFICATE,CLIENT_CERTIFICATE,CLIENT_KEY,PROTOCOL}; the SDK reads the
+// sampler (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG), the batch
+// processor (OTEL_BSP_*) and the resource (OTEL_SERVICE_NAME,
+// OTEL_RESOURCE_ATTRIBUTES; the service name is flightdeck unless set).
 func Setup(ctx context.Context, getenv func(string) string) (shutdown func(context.Context) error, err error) {
 	if !Configured(getenv) {
 		return func(context.Context) error { return nil }, nil
@@ -73,22 +72,11 @@ func Setup(ctx context.Context, getenv func(string) string) (shutdown func(conte
 	if exp := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); exp != "" && exp != "otlp" {
 		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER: flightdeck exports over otlp (or none), got %q", exp)
 	}
-	protocol := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))
-	if protocol == "" {
-		protocol = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
-	}
-	var exporter sdktrace.SpanExporter
-	switch protocol {
-	case "", "http/protobuf":
-		exporter, err = otlptracehttp.New(ctx)
-	case "grpc":
-		exporter, err = otlptracegrpc.New(ctx)
-	default:
-		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL: want http/protobuf or grpc, got %q", protocol)
-	}
+	cfg, err := loadOTLPConfig(getenv)
 	if err != nil {
-		return nil, fmt.Errorf("error starting the OTLP trace exporter: %w", err)
+		return nil, err
 	}
+	exporter := newOTLPExporter(cfg)
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", scope)),
 		resource.WithTelemetrySDK(), resource.WithFromEnv())

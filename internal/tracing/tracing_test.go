@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 func TestConfigured(t *testing.T) {
@@ -118,4 +120,57 @@ func TestSpansAndTraceparent(t *testing.T) {
 	require.Equal(t, "Error", s.Status.Code.String())
 	require.False(t, Parse("garbage").IsValid())
 	require.Equal(t, trace.SpanKindServer, byName["POST /api/v1/tasks"].SpanKind)
+}
+
+// TestSetupExportsToACollector runs last and alone (it installs the
+// global provider): Setup with the standard variables sends the hooks'
+// spans to a fake OTLP/HTTP collector, with flightdeck's resource and
+// scope, when the provider shuts down.
+func TestSetupExportsToACollector(t *testing.T) {
+	c := newCollector(t)
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": c.srv.URL, "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=secret"}
+	shutdown, err := Setup(t.Context(), func(k string) string { return env[k] })
+	require.NoError(t, err)
+	require.True(t, Enabled())
+
+	rctx, run := StartRun(context.Background(), "t1", "deploy", "web", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", 2)
+	_, step := StartStep(rctx, "t1", "web", "build", "exec", 1, 1, false)
+	End(step, errors.New("exit status 1"))
+	EndRun(run, "failed", "step build failed")
+	require.NoError(t, shutdown(t.Context()))
+
+	reqs, bodies := c.got()
+	require.NotEmpty(t, reqs)
+	require.Equal(t, "secret", reqs[0].Header.Get("X-Api-Key"))
+	spans := map[string]*tracepb.Span{}
+	var res *tracepb.ResourceSpans
+	for _, b := range bodies {
+		for _, rs := range decodeRequest(t, b).ResourceSpans {
+			res = rs
+			for _, ss := range rs.ScopeSpans {
+				require.Equal(t, "flightdeck", ss.Scope.Name)
+				for _, s := range ss.Spans {
+					spans[s.Name] = s
+				}
+			}
+		}
+	}
+	resAttrs := map[string]string{}
+	for _, kv := range res.Resource.Attributes {
+		resAttrs[kv.Key] = kv.Value.GetStringValue()
+	}
+	require.Equal(t, "flightdeck", resAttrs["service.name"])
+	require.Equal(t, "go", resAttrs["telemetry.sdk.language"])
+
+	r, s := spans["task.run deploy"], spans["step build"]
+	require.NotNil(t, r)
+	require.NotNil(t, s)
+	require.Equal(t, r.SpanId, s.ParentSpanId)
+	require.Equal(t, r.TraceId, s.TraceId)
+	require.Len(t, r.Links, 1)
+	require.Equal(t, Parse("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01").SpanID().String(), hex.EncodeToString(r.Links[0].SpanId))
+	require.Equal(t, tracepb.Status_STATUS_CODE_ERROR, s.Status.Code)
+	require.Equal(t, "exit status 1", s.Status.Message)
+	require.Equal(t, "exception", s.Events[0].Name, "the recorded error")
+	require.Equal(t, tracepb.Span_SPAN_KIND_CONSUMER, r.Kind)
 }
