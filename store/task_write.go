@@ -239,37 +239,48 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 	if err != nil {
 		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
-	defer rows.Close()
+	applied, err := pgx.CollectRows(rows, pgx.RowToStructByName[appliedRow])
+	if err != nil {
+		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+	}
 	out := make(map[string]Written, n)
 	var ended []Ended
 	notes := wake.Notes{Events: make([]wake.TaskSeq, 0, n)}
-	for rows.Next() {
-		var id, state, teamID, kind, pipeline string
-		var seq int
-		var keyed, finished bool
-		var created time.Time
-		var started, finishedAt *time.Time
-		var waited int64
-		var targetKey, restoreTarget, params *string
-		if err := rows.Scan(&id, &state, &seq, &keyed, &finished, &teamID, &kind, &pipeline, &created, &started, &finishedAt,
-			&waited, &targetKey, &restoreTarget, &params); err != nil {
-			return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+	for _, a := range applied {
+		state := task.State(a.State)
+		out[a.ID] = Written{State: state, LastSeq: a.LastSeq}
+		if a.Finished && a.FinishedAt != nil {
+			ended = append(ended, Ended{ID: a.ID, TeamID: a.TeamID, Kind: task.Kind(a.Kind), Pipeline: a.Pipeline, State: state,
+				CreatedAt: a.CreatedAt, StartedAt: a.StartedAt, FinishedAt: *a.FinishedAt, WaitedMS: a.WaitedMS,
+				TargetKey: deref(a.TargetKey), RestoreTarget: deref(a.RestoreTarget), Params: deref(a.Params)})
 		}
-		out[id] = Written{State: task.State(state), LastSeq: seq}
-		if finished && finishedAt != nil {
-			ended = append(ended, Ended{ID: id, TeamID: teamID, Kind: task.Kind(kind), Pipeline: pipeline, State: task.State(state),
-				CreatedAt: created, StartedAt: started, FinishedAt: *finishedAt, WaitedMS: waited, TargetKey: deref(targetKey),
-				RestoreTarget: deref(restoreTarget), Params: deref(params)})
-		}
-		notes.Events = append(notes.Events, wake.TaskSeq{ID: id, Seq: seq})
+		notes.Events = append(notes.Events, wake.TaskSeq{ID: a.ID, Seq: a.LastSeq})
 		// tasks handed back can be claimed at once, and so can the next
 		// task of a concurrency key its holder gave up
-		notes.Ready = notes.Ready || task.State(state).Claimable() || keyed && task.State(state).Terminal()
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		notes.Ready = notes.Ready || state.Claimable() || a.Keyed && state.Terminal()
 	}
 	return out, ended, notes, nil
+}
+
+// appliedRow is a task taskApply changed, as its statement returns it.
+// Finished says this write ended it (then the rest feeds taskEnded); Keyed
+// that it held a concurrency key.
+type appliedRow struct {
+	ID            string     `db:"id"`
+	State         string     `db:"state"`
+	LastSeq       int        `db:"last_seq"`
+	Keyed         bool       `db:"keyed"`
+	Finished      bool       `db:"finished"`
+	TeamID        string     `db:"team_id"`
+	Kind          string     `db:"kind"`
+	Pipeline      string     `db:"pipeline"`
+	CreatedAt     time.Time  `db:"created_at"`
+	StartedAt     *time.Time `db:"started_at"`
+	FinishedAt    *time.Time `db:"finished_at"`
+	WaitedMS      int64      `db:"waited_ms"`
+	TargetKey     *string    `db:"target_key"`
+	RestoreTarget *string    `db:"restore_target"`
+	Params        *string    `db:"params"`
 }
 
 func deref(s *string) string {
