@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"flightdeck/internal/wake"
+	"flightdeck/internal/notify"
 	"flightdeck/workflow/task"
 )
 
@@ -143,7 +143,7 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 	}
 	if created {
 		select {
-		case <-s.wake.Send(wake.Notes{Ready: true, Events: []wake.TaskSeq{{ID: id, Seq: max(1, res.lastSeq)}}}):
+		case <-s.wake.Send(notify.Notes{Ready: true, Events: []notify.TaskSeq{{ID: id, Seq: max(1, res.lastSeq)}}}):
 		case <-ctx.Done():
 		}
 		if p.ConcurrencyKey != "" && p.ConcurrencyPolicy == "cancel_in_progress" {

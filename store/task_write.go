@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"flightdeck/internal/wake"
+	"flightdeck/internal/notify"
 	"flightdeck/workflow/task"
 )
 
@@ -150,7 +150,7 @@ type rowsQuerier interface {
 // are updated in id order, as concurrent batches and claims lock rows, so
 // they do not deadlock. It returns what it applied, the tasks it ended
 // (whose rollups the caller keeps, taskEnded) and what to announce.
-func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]Written, []Ended, wake.Notes, error) {
+func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]Written, []Ended, notify.Notes, error) {
 	ws = slices.Clone(ws)
 	slices.SortFunc(ws, func(a, b TaskWrite) int { return cmp.Compare(a.ID, b.ID) })
 	n := len(ws)
@@ -237,15 +237,15 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		st.taskIDs, st.idx, st.names, st.keys, st.states, st.attempts, st.compAttempts, st.outputs, st.errs,
 		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs, in.writeIDs)
 	if err != nil {
-		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		return nil, nil, notify.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
 	applied, err := pgx.CollectRows(rows, pgx.RowToStructByName[appliedRow])
 	if err != nil {
-		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		return nil, nil, notify.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
 	out := make(map[string]Written, n)
 	var ended []Ended
-	notes := wake.Notes{Events: make([]wake.TaskSeq, 0, n)}
+	notes := notify.Notes{Events: make([]notify.TaskSeq, 0, n)}
 	for _, a := range applied {
 		state := task.State(a.State)
 		out[a.ID] = Written{State: state, LastSeq: a.LastSeq}
@@ -254,7 +254,7 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				CreatedAt: a.CreatedAt, StartedAt: a.StartedAt, FinishedAt: *a.FinishedAt, WaitedMS: a.WaitedMS,
 				TargetKey: deref(a.TargetKey), RestoreTarget: deref(a.RestoreTarget), Params: deref(a.Params)})
 		}
-		notes.Events = append(notes.Events, wake.TaskSeq{ID: a.ID, Seq: a.LastSeq})
+		notes.Events = append(notes.Events, notify.TaskSeq{ID: a.ID, Seq: a.LastSeq})
 		// tasks handed back can be claimed at once, and so can the next
 		// task of a concurrency key its holder gave up
 		notes.Ready = notes.Ready || state.Claimable() || a.Keyed && state.Terminal()
