@@ -39,7 +39,7 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			-- order; a task whose concurrency key another task holds waits
 			-- (holding no worker, and holding back no task of another key)
 			SELECT id, team_id, concurrency_key, priority, created_at FROM tasks t
-			WHERE lease_owner IS NULL AND state IN ('pending', 'compensating')
+			WHERE lease_owner IS NULL AND state IN `+claimableStates+`
 				AND (concurrency_key IS NULL OR NOT EXISTS (SELECT 1 FROM concurrency_holds h
 					WHERE h.team_id = t.team_id AND h.key = t.concurrency_key AND h.task_id <> t.id))
 			ORDER BY priority, created_at, id
@@ -56,7 +56,7 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			WHERE n = 1 AND NOT EXISTS (
 				SELECT 1 FROM tasks e
 				WHERE e.team_id = x.team_id AND e.concurrency_key = x.concurrency_key
-					AND e.state IN ('pending', 'compensating') AND e.lease_owner IS NULL
+					AND e.state IN `+claimableStates+` AND e.lease_owner IS NULL
 					AND (e.priority, e.created_at, e.id) < (x.priority, x.created_at, x.id)
 					AND NOT EXISTS (SELECT 1 FROM concurrency_holds h
 						WHERE h.team_id = e.team_id AND h.key = e.concurrency_key AND h.task_id <> e.id))

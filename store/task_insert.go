@@ -399,7 +399,7 @@ const supersedeTimeout = 5 * time.Second
 func (s *Store) supersede(ctx context.Context, teamID, key, newID string) error {
 	rows, err := s.pool.Query(ctx, `
 		SELECT id FROM tasks WHERE team_id = $1 AND concurrency_key = $2 AND id <> $3
-			AND state NOT IN ('completed', 'failed', 'cancelled')
+			AND state NOT IN `+terminalStates+`
 		ORDER BY created_at`, teamID, key, newID)
 	if err != nil {
 		return fmt.Errorf("error finding the tasks a new one supersedes: %w", interpretError(err))
