@@ -27,8 +27,11 @@ type TaskWrite struct {
 	Token string // the lease token the write is fenced by; "" for none
 	// WriteID names a worker's write: retried after its commit's reply was
 	// lost (a database restart), a write already applied is answered as
-	// written and not applied twice. "" for none.
+	// written and not applied twice. "" for none. Retried says an earlier
+	// try may have committed, so the statement looks for it (a first try
+	// does not pay for that look).
 	WriteID string
+	Retried bool
 	State   task.State // "" keeps the state
 	// Release clears the lease; RunAfter goes with it.
 	Release  bool
@@ -231,11 +234,13 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		-- snapshot predates its own updates): answered as written, once
 		SELECT t.id, t.state, t.last_seq, false, false, t.team_id, t.kind, t.pipeline, t.created_at, t.started_at, t.finished_at,
 			t.waited_ms, t.target_key, NULL, NULL
-		FROM tasks t JOIN input i ON t.id = i.id AND t.last_write = i.write_id`,
+		FROM tasks t JOIN input i ON t.id = i.id AND t.last_write = i.write_id
+		WHERE $36::bool`,
 		in.ids, in.tokens, in.states, in.release, in.errs, in.keepErr, in.results, in.runAfter, in.bump, in.finished,
 		in.cancel, in.priority, in.progress, in.counts, in.done, in.total, in.events,
 		st.taskIDs, st.idx, st.names, st.keys, st.states, st.attempts, st.compAttempts, st.outputs, st.errs,
-		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs, in.writeIDs)
+		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs, in.writeIDs,
+		slices.ContainsFunc(ws, func(w TaskWrite) bool { return w.Retried && w.WriteID != "" }))
 	if err != nil {
 		return nil, nil, notify.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
