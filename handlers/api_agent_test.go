@@ -41,7 +41,7 @@ func setupAgentsWith(t *testing.T, deployWith func(*store.Store) queue.Handler) 
 	if deployWith != nil {
 		handlers[task.KindDeploy] = deployWith(b.store)
 	}
-	p := queue.New(b.store, handlers, nil, queue.Config{
+	p := queue.New(b.store, handlers, queue.Config{
 		Workers: 2, PollInterval: 20 * time.Millisecond, Grace: 10 * time.Millisecond, Logger: logger})
 	p.Attach(n)
 	ctx, cancel := context.WithCancel(context.Background())

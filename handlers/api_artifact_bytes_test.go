@@ -39,7 +39,7 @@ func TestStepOutputBytesKeptWhole(t *testing.T) {
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: 10 * time.Millisecond,
 		Actions: action.Registry{"exec": action.Exec{}}, Artifacts: artifactSink{artifact.New(b.store, 0)}})
 	n := notify.NewListener(b.store, nil)
-	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 1, PollInterval: 20 * time.Millisecond, Grace: 10 * time.Millisecond, Logger: logger})
 	p.Attach(n)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -69,7 +69,7 @@ func setupRecording(t *testing.T, extra ...*pipeline.Pipeline) *secretBundle {
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: 10 * time.Millisecond,
 		Actions: action.Registry{"test.record": record}, Artifacts: artifactSink{artifact.New(sb.store, 0)}})
 	n := notify.NewListener(sb.store, nil)
-	p := queue.New(sb.store, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	p := queue.New(sb.store, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 2, PollInterval: 20 * time.Millisecond, Grace: 10 * time.Millisecond, Logger: logger})
 	p.Attach(n)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -27,7 +27,7 @@ type Deps struct {
 	Logger    *slog.Logger
 	Registry  *prometheus.Registry // metrics are registered here and served at /metrics
 	Pipelines *pipeline.Catalog    // default: the built-in pipelines
-	Hub       *notify.Hub          // wakes live event streams; default: one fed by nothing (polling only)
+	Hub       *notify.Hub          // wakes live event streams; default: one fed by this process's writes only
 	// WebhookGuard checks webhook URLs (SSRF); default: Config.WebhookAllow
 	// with the system resolver.
 	WebhookGuard *webhook.Guard
@@ -78,7 +78,9 @@ func newHandler(d Deps) *Handler {
 	}
 	hub := d.Hub
 	if hub == nil {
+		// fed by this process's own writes only: no LISTEN connection
 		hub = notify.NewHub()
+		hub.Follow(d.Store.Wakeups())
 	}
 	h := &Handler{
 		pipelines: pipelines,

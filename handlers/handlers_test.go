@@ -90,6 +90,7 @@ func setupDeps(t *testing.T, tune func(*config.Config), catalog *pipeline.Catalo
 	notifier := notify.NewListener(st, logger)
 	hub := notify.NewHub()
 	hub.Attach(notifier)
+	t.Cleanup(hub.Follow(st.Wakeups()))
 	listening := make(chan struct{})
 	notifier.OnConnect(sync.OnceFunc(func() { close(listening) }))
 	ctx2, cancel := context.WithCancel(context.Background())

@@ -243,7 +243,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	qcfg := queue.Config{Workers: *workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, OnFinish: onFinish, Logger: env.logger}
-	p := queue.New(st, taskHandlers(cfg, st, catalog, nil, nil), nil, qcfg)
+	p := queue.New(st, taskHandlers(cfg, st, catalog, nil, nil), qcfg)
 	poolCtx, stopPool := context.WithCancel(ctx)
 	var poolWG sync.WaitGroup
 	defer func() { stopPool(); poolWG.Wait() }()

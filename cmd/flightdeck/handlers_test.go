@@ -44,7 +44,7 @@ func TestAgentSettingsFromEnvironment(t *testing.T) {
 	catalog, err := pipeline.NewCatalog(pipeline.Builtin()...)
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p := queue.New(st, taskHandlers(cfg, st, catalog, logger, nil), nil, queue.Config{
+	p := queue.New(st, taskHandlers(cfg, st, catalog, logger, nil), queue.Config{
 		Workers: 2, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, Grace: 10 * time.Millisecond, Logger: logger})
 	n := notify.NewListener(st, nil)
 	p.Attach(n)

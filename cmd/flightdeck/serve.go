@@ -95,10 +95,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	// One LISTEN connection per process feeds the Hub (live streams) and
-	// the pool (wake-ups, cancels).
+	// the pool (wake-ups, cancels); this process's own writes wake its
+	// streams at once (Follow).
 	listener := notify.NewListener(st, env.logger)
 	hub := notify.NewHub()
 	hub.Attach(listener)
+	defer hub.Follow(st.Wakeups())()
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
 	var pool *queue.Pool
@@ -116,7 +118,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		if cfg.LocalStopOnExit {
 			defer lp.StopAll() // when serve returns, after the pool stopped
 		}
-		pool = queue.New(st, taskHandlers(cfg, st, catalog, env.logger, lp), hub, queue.Config{
+		pool = queue.New(st, taskHandlers(cfg, st, catalog, env.logger, lp), queue.Config{
 			Workers: cfg.Workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, Grace: cfg.Grace,
 			IdempotencyTTL: cfg.IdempotencyTTL, Logger: env.logger,
 		})

@@ -79,7 +79,8 @@ func newTracedStack(t *testing.T, env map[string]string, extra ...*pipeline.Pipe
 	n := notify.NewListener(st, logger)
 	hub := notify.NewHub()
 	hub.Attach(n)
-	pool := queue.New(st, taskHandlers(cfg, st, catalog, logger, nil), hub,
+	t.Cleanup(hub.Follow(st.Wakeups()))
+	pool := queue.New(st, taskHandlers(cfg, st, catalog, logger, nil),
 		queue.Config{Workers: 2, PollInterval: 20 * time.Millisecond, Logger: logger})
 	pool.Attach(n)
 	srv := httptest.NewServer(handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: logger, Pipelines: catalog, Hub: hub, WebhookGuard: guard}))

@@ -28,13 +28,15 @@ type Bus struct {
 	ready   map[int]func()
 	readyN  int
 	pause   map[int]func(ids []string)
+	events  map[int]func(seqs []TaskSeq)
 }
 
 // NewBus returns a bus that sends through send.
 func NewBus(send SendFunc) *Bus {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return &Bus{send: send, origin: hex.EncodeToString(b), ready: map[int]func(){}, pause: map[int]func([]string){}}
+	return &Bus{send: send, origin: hex.EncodeToString(b), ready: map[int]func(){}, pause: map[int]func([]string){},
+		events: map[int]func([]TaskSeq){}}
 }
 
 // Origin names this bus in its Ready payloads.
@@ -73,6 +75,23 @@ func (b *Bus) OnPause(fn func(ids []string)) (stop func()) {
 	}
 }
 
+// OnEvents calls fn in this process with the tasks each Send says have new
+// events (with their seqs), before Send returns: the Hub wakes this
+// process's streams without the NOTIFY's round trip (which follows and
+// wakes them again, harmlessly). fn must not block.
+func (b *Bus) OnEvents(fn func(seqs []TaskSeq)) (stop func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.readyN++
+	id := b.readyN
+	b.events[id] = fn
+	return func() {
+		b.mu.Lock()
+		delete(b.events, id)
+		b.mu.Unlock()
+	}
+}
+
 // Send queues n (the writes it announces have committed) and returns a
 // channel closed once it is sent, or dropped because the database could not
 // be reached.
@@ -105,12 +124,21 @@ func (b *Bus) Send(n Notes) <-chan struct{} {
 			pause = append(pause, fn)
 		}
 	}
+	var events []func([]TaskSeq)
+	if len(n.Events) > 0 {
+		for _, fn := range b.events {
+			events = append(events, fn)
+		}
+	}
 	b.mu.Unlock()
 	for _, fn := range local {
 		fn()
 	}
 	for _, fn := range pause {
 		fn(n.Pause)
+	}
+	for _, fn := range events {
+		fn(n.Events)
 	}
 	return sent
 }

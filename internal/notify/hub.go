@@ -123,9 +123,16 @@ func (h *Hub) WakeAll() {
 	}
 }
 
-// notify parses "id:seq,id:seq" payloads.
-func (h *Hub) notify(payload string) {
-	seqs := DecodeEvents(payload)
+// Follow wakes the hub's subscribers from b's sends in this process: a
+// write this process made wakes its own streams at once, not a NOTIFY
+// round trip later. It returns the function that stops it.
+func (h *Hub) Follow(b *Bus) (stop func()) { return b.OnEvents(h.events) }
+
+// notify reads a TaskEvents payload.
+func (h *Hub) notify(payload string) { h.events(DecodeEvents(payload)) }
+
+// events wakes the subscribers of seqs' tasks and feeds the change sets.
+func (h *Hub) events(seqs []TaskSeq) {
 	if len(seqs) == 0 {
 		return
 	}

@@ -95,7 +95,7 @@ func runChild(url string) {
 		Logger:    logger,
 	})
 	n := notify.NewListener(st, nil)
-	p := queue.New(st, map[task.Kind]queue.Handler{task.KindAgent: runner}, nil, queue.Config{
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindAgent: runner}, queue.Config{
 		Workers: 2, Lease: time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 100 * time.Millisecond, Logger: logger})
 	p.Attach(n)
 	go n.Run(ctx) //nolint:errcheck

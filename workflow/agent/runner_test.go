@@ -99,7 +99,7 @@ func (b *testBundle) startPool(t *testing.T, r *agent.Runner) (stop func()) {
 		return queue.Outcome{State: task.StateCompleted}
 	})
 	n := notify.NewListener(b.st, nil)
-	p := queue.New(b.st, map[task.Kind]queue.Handler{task.KindAgent: r, task.KindDeploy: deploy}, nil, queue.Config{
+	p := queue.New(b.st, map[task.Kind]queue.Handler{task.KindAgent: r, task.KindDeploy: deploy}, queue.Config{
 		Workers: 2, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 100 * time.Millisecond,
 		Grace: 10 * time.Millisecond, Logger: b.logger,
 	})

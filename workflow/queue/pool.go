@@ -55,7 +55,6 @@ type Pool struct {
 	cfg      Config
 	store    *store.Store
 	handlers map[task.Kind]Handler
-	hub      *notify.Hub
 	logger   *slog.Logger
 
 	wake       chan struct{}     // a reason to claim now
@@ -68,7 +67,7 @@ type Pool struct {
 }
 
 // New returns a pool; Attach it to a notify.Listener, then Run it.
-func New(st *store.Store, handlers map[task.Kind]Handler, hub *notify.Hub, cfg Config) *Pool {
+func New(st *store.Store, handlers map[task.Kind]Handler, cfg Config) *Pool {
 	host, _ := os.Hostname()
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
@@ -85,7 +84,7 @@ func New(st *store.Store, handlers map[task.Kind]Handler, hub *notify.Hub, cfg C
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Pool{
-		cfg: cfg, store: st, handlers: handlers, hub: hub, logger: logger.With("worker", cfg.ID),
+		cfg: cfg, store: st, handlers: handlers, logger: logger.With("worker", cfg.ID),
 		wake:       make(chan struct{}, 1),
 		interrupts: make(chan interruptReq),
 		jobEvents:  make(chan jobEvent, 2*cfg.Workers),

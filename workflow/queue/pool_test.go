@@ -66,7 +66,7 @@ func runChild(mode string) int {
 		return queue.Outcome{State: task.StateCompleted}
 	})
 	n := notify.NewListener(st, nil)
-	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: h}, nil, queue.Config{
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: h}, queue.Config{
 		Workers: 16, Lease: 2 * time.Second, PollInterval: 50 * time.Millisecond, Grace: time.Second,
 	})
 	p.Attach(n)
@@ -156,7 +156,7 @@ func (b *testBundle) runPool(t *testing.T, h queue.Handler, cfg queue.Config) *q
 func (b *testBundle) startPool(t *testing.T, h queue.Handler, cfg queue.Config, listen bool) *queue.Pool {
 	t.Helper()
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: h}, nil, cfg)
+	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: h}, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	if listen {
@@ -416,7 +416,7 @@ func TestStoppingPoolStartsNothingNew(t *testing.T) {
 	})
 	cfg := queue.Config{Workers: 1, PollInterval: 20 * time.Millisecond, Grace: time.Minute,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: h}, nil, cfg)
+	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: h}, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { _ = p.Run(ctx); close(stopped) }()

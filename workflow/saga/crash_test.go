@@ -62,7 +62,7 @@ func runChild(url, dir string) {
 	catalog, _ := pipeline.NewCatalog(crashPipeline(dir), pausyPipeline(dir))
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: action.Registry{"exec": action.Exec{}}, RetryBase: time.Millisecond})
 	n := notify.NewListener(st, nil)
-	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 8, Lease: time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 100 * time.Millisecond})
 	p.Attach(n)
 	go n.Run(ctx) //nolint:errcheck

@@ -43,7 +43,7 @@ func TestAWaitingDeployIsHeldByAFreeze(t *testing.T) {
 			return saga.APIFreezes(ctx, b.st, teamID, env, at)
 		}})
 	n := notify.NewListener(b.st, nil)
-	p := queue.New(b.st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	p := queue.New(b.st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 2, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond, Logger: logger,
 	})
 	p.Attach(n)

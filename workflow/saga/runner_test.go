@@ -155,7 +155,7 @@ func setupConfig(t *testing.T, more action.Registry, tweak func(*saga.Config), p
 	}
 	runner := saga.NewRunner(cfg)
 	n := notify.NewListener(st, nil)
-	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 4, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond, Logger: logger,
 	})
 	p.Attach(n)

@@ -72,7 +72,7 @@ func (b *testBundle) runPool(t *testing.T) {
 	t.Helper()
 	h := queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome { return queue.Outcome{State: task.StateCompleted} })
 	n := notify.NewListener(b.st, nil)
-	p := queue.New(b.st, map[task.Kind]queue.Handler{task.KindDeploy: h}, b.hub, queue.Config{
+	p := queue.New(b.st, map[task.Kind]queue.Handler{task.KindDeploy: h}, queue.Config{
 		Workers: 4, Lease: 5 * time.Second, PollInterval: 20 * time.Millisecond, Grace: time.Second, Logger: testLogger(t),
 	})
 	p.Attach(n)
