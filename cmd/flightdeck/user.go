@@ -7,6 +7,7 @@ import (
 	"flightdeck/internal/auth"
 	"flightdeck/internal/config"
 	"flightdeck/store"
+	"flightdeck/workflow/task"
 )
 
 func runUser(ctx context.Context, env *cliEnv, args []string) error {
@@ -28,7 +29,7 @@ func runUser(ctx context.Context, env *cliEnv, args []string) error {
 	if !auth.ValidTeamName(*team) {
 		return fmt.Errorf("%w: --team %q: use lowercase letters, digits and dashes", errUsage, *team)
 	}
-	r, err := auth.ParseRole(*role)
+	r, err := task.ParseRole(*role)
 	if err != nil {
 		return fmt.Errorf("%w: --role: %w", errUsage, err)
 	}

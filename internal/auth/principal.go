@@ -40,7 +40,7 @@ func (u *User) Primary() (Membership, bool) {
 	var best Membership
 	found := false
 	for _, m := range u.Memberships {
-		if !found || roleRank[m.Role] > roleRank[best.Role] {
+		if !found || m.Role.AtLeast(best.Role) && m.Role != best.Role {
 			best, found = m, true
 		}
 	}

@@ -8,12 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strings"
 
 	"go.yaml.in/yaml/v4"
 
 	"flightdeck/workflow/environment"
+	"flightdeck/workflow/task"
 )
 
 // EnvironmentsFile is the file beside the pipelines that holds the
@@ -251,8 +250,8 @@ func (l *loader) reviewers(what string, p *pair) (*environment.Reviewers, error)
 			return nil, l.errf(rp.val, "%s: roles is empty (leave it out for approver and admin)", what)
 		}
 		for i, role := range roles {
-			if !slices.Contains(approvalRoles, role) {
-				return nil, l.errf(nodes[i], "%s: unknown role %q (want %s)", what, role, strings.Join(approvalRoles, ", "))
+			if _, err := task.ParseRole(role); err != nil {
+				return nil, l.errf(nodes[i], "%s: %v", what, err)
 			}
 		}
 		r.Roles = roles
