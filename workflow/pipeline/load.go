@@ -597,7 +597,7 @@ func (l *loader) approval(what string, p *pair) (*Approval, error) {
 	if err := m.only(l, "when", "roles", "timeout"); err != nil {
 		return nil, err
 	}
-	a := &Approval{Roles: []string{"approver", "admin"}, Timeout: ApprovalTimeoutDefault}
+	a := &Approval{Roles: task.DefaultDeciders(), Timeout: ApprovalTimeoutDefault}
 	if w := m.get("when"); w != nil {
 		if a.When, err = l.str(m.what, w); err != nil {
 			return nil, err
