@@ -1,5 +1,7 @@
 package auth
 
+import "flightdeck/workflow/task"
+
 // Membership is a user's role in one team.
 type Membership struct {
 	TeamID string
@@ -45,4 +47,20 @@ func (u *User) Primary() (Membership, bool) {
 		}
 	}
 	return best, found
+}
+
+// May reports whether u may take act in a team: task.May with u's role
+// there (none when not a member).
+func (u *User) May(teamID string, act task.Act) bool { return task.May(u.RoleIn(teamID), act) }
+
+// TeamsWhereMay lists the ids of u's teams where u may take act: what a
+// page offers the act for, and what a write of it is scoped by.
+func (u *User) TeamsWhereMay(act task.Act) []string {
+	var ids []string
+	for _, m := range u.Memberships {
+		if task.May(m.Role, act) {
+			ids = append(ids, m.TeamID)
+		}
+	}
+	return ids
 }
