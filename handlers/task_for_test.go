@@ -2,11 +2,14 @@ package handlers_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
 	"flightdeck/internal/auth"
+	"flightdeck/store"
 )
 
 // TestActsRefusedByTheTable: every request that acts on a task is refused
@@ -50,4 +53,50 @@ func TestActsRefusedByTheTable(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, r.status, "another team's task does not exist for an admin of that team")
 	r = b.api(t, "POST", path+"/cancel", b.aliceToken, "", nil)
 	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+}
+
+// TestPageOffersWhatTheTableAllows: the run page's buttons and the
+// navigation's admin links show exactly for the roles the table lets take
+// them.
+func TestPageOffersWhatTheTableAllows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hash, err := auth.HashPassword(testPassword)
+	require.NoError(t, err)
+	for _, u := range []struct {
+		email string
+		role  auth.Role
+	}{{"vic@acme.test", auth.RoleViewer}, {"ann@acme.test", auth.RoleAdmin}} {
+		_, err = b.store.UserAdd(t.Context(), store.UserAddParams{Email: u.email, Team: "acme", Role: u.role, PasswordHash: hash})
+		require.NoError(t, err)
+	}
+	r := b.api(t, "POST", "/api/v1/tasks", b.aliceToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+	r = b.api(t, "POST", "/api/v1/tasks/"+r.body["id"].(string)+"/pause", b.aliceToken, "", nil)
+	require.Equal(t, http.StatusOK, r.status, r.raw)
+	page := func(email string) *goquery.Document {
+		c := b.browser(t)
+		b.login(t, c, email, testPassword)
+		res, body := b.get(t, c, "/tasks/"+r.body["id"].(string), nil)
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+		require.NoError(t, err)
+		return doc
+	}
+	count := func(d *goquery.Document, sel string) int { return d.Find(sel).Length() }
+	for _, tt := range []struct {
+		email            string
+		act, resume, adm int
+	}{
+		{"vic@acme.test", 0, 0, 0},
+		{"alice@acme.test", 1, 1, 0},
+		{"ann@acme.test", 1, 1, 1},
+	} {
+		d := page(tt.email)
+		require.Equal(t, tt.act, count(d, `[data-testid="priority-form"]`), "%s: set priority", tt.email)
+		require.Equal(t, tt.act, count(d, `[data-testid="cancel-open"]`), "%s: cancel", tt.email)
+		require.Equal(t, tt.resume, count(d, `[data-testid="resume"]`), "%s: resume", tt.email)
+		require.Equal(t, tt.adm, count(d, `nav a[href="/webhooks"]`), "%s: webhooks link", tt.email)
+		require.Equal(t, tt.adm, count(d, `nav a[href="/audit"]`), "%s: audit link", tt.email)
+	}
 }
