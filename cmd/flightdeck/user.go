@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"flightdeck/internal/auth"
 	"flightdeck/internal/config"
@@ -17,7 +18,7 @@ func runUser(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("user add", env.stderr)
 	email := fs.String("email", "", "the user's email (required)")
 	team := fs.String("team", "", "team name, created if new (required)")
-	role := fs.String("role", "", "viewer, deployer, approver or admin (required)")
+	role := fs.String("role", "", "one of "+strings.Join(task.RoleNames(task.Roles), ", ")+" (required)")
 	password := fs.String("password", "", "password for the login page (optional; at least 8 characters)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err

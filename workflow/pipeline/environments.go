@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"go.yaml.in/yaml/v4"
 
@@ -247,7 +248,7 @@ func (l *loader) reviewers(what string, p *pair) (*environment.Reviewers, error)
 			return nil, err
 		}
 		if len(roles) == 0 {
-			return nil, l.errf(rp.val, "%s: roles is empty (leave it out for approver and admin)", what)
+			return nil, l.errf(rp.val, "%s: roles is empty (leave it out for %s)", what, strings.Join(environment.ReviewerRolesDefault, " and "))
 		}
 		for i, role := range roles {
 			if _, err := task.ParseRole(role); err != nil {
