@@ -5,6 +5,7 @@ package handlers
 
 import (
 	"cmp"
+	"flightdeck/internal/notify"
 	"log/slog"
 	"net/http"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"flightdeck/internal/ratelimit"
 	"flightdeck/internal/sso"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/webhook"
 )
@@ -27,7 +27,7 @@ type Deps struct {
 	Logger    *slog.Logger
 	Registry  *prometheus.Registry // metrics are registered here and served at /metrics
 	Pipelines *pipeline.Catalog    // default: the built-in pipelines
-	Hub       *event.Hub           // wakes live event streams; default: one fed by nothing (polling only)
+	Hub       *notify.Hub          // wakes live event streams; default: one fed by nothing (polling only)
 	// WebhookGuard checks webhook URLs (SSRF); default: Config.WebhookAllow
 	// with the system resolver.
 	WebhookGuard *webhook.Guard
@@ -46,7 +46,7 @@ type Handler struct {
 	apiRate   *ratelimit.Limiter // per user: the API and every form
 	wsRate    *ratelimit.Limiter
 	pipelines *pipeline.Catalog
-	hub       *event.Hub
+	hub       *notify.Hub
 	teamFeed  *teamFeed
 	dashFeed  *dashboardFeed
 	runModels *runModels // run pages' models, for their sockets to resume from
@@ -78,7 +78,7 @@ func newHandler(d Deps) *Handler {
 	}
 	hub := d.Hub
 	if hub == nil {
-		hub = event.NewHub()
+		hub = notify.NewHub()
 	}
 	h := &Handler{
 		pipelines: pipelines,

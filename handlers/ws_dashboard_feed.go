@@ -3,6 +3,7 @@ package handlers
 import (
 	"cmp"
 	"context"
+	"flightdeck/internal/notify"
 	"log/slog"
 	"slices"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flightdeck/internal/config"
-	"flightdeck/workflow/event"
 )
 
 // Dashboard feed tuning: a batch with more changed tasks than this
@@ -36,7 +36,7 @@ const (
 type dashboardFeed struct {
 	render   func(ctx context.Context, teamIDs []string) ([]byte, error)
 	teamsOf  func(ctx context.Context, taskIDs []string) ([]string, error)
-	hub      *event.Hub
+	hub      *notify.Hub
 	logger   *slog.Logger
 	renders  prometheus.Counter
 	coalesce time.Duration
@@ -142,7 +142,7 @@ func (f *dashboardFeed) due(all bool, touched []string) []*dashboardGroup {
 
 // run waits for changes (then gathers them for coalesce) or the refresh,
 // works out which team sets they touch and renders each of those once.
-func (f *dashboardFeed) run(ctx context.Context, changes *event.Changes) {
+func (f *dashboardFeed) run(ctx context.Context, changes *notify.Changes) {
 	defer changes.Close()
 	tick := time.NewTicker(f.refresh)
 	defer tick.Stop()

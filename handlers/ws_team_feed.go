@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flightdeck/internal/notify"
 	"log/slog"
 	"slices"
 	"sync"
@@ -13,7 +14,6 @@ import (
 
 	"flightdeck/store"
 	"flightdeck/views/pages"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/task"
 )
@@ -37,7 +37,7 @@ const (
 type teamFeed struct {
 	store     *store.Store
 	pipelines *pipeline.Catalog // for the rows' targets and versions
-	hub       *event.Hub
+	hub       *notify.Hub
 	logger    *slog.Logger
 	loads     prometheus.Counter
 
@@ -73,7 +73,7 @@ func (c *taskChange) rowHTML() []byte {
 	return c.row
 }
 
-func newTeamFeed(st *store.Store, cat *pipeline.Catalog, hub *event.Hub, logger *slog.Logger, reg *prometheus.Registry) *teamFeed {
+func newTeamFeed(st *store.Store, cat *pipeline.Catalog, hub *notify.Hub, logger *slog.Logger, reg *prometheus.Registry) *teamFeed {
 	loads := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "flightdeck_ws_team_feed_loads_total",
 		Help: "Queries the team feed made to load changed tasks (one per batch of changes, however many sockets watch).",
@@ -152,7 +152,7 @@ func (f *teamFeed) teams() []string {
 // query and fans every task out. sent remembers the last seq handed out
 // per task, so a repeated or stale notification costs neither a load nor a
 // duplicate frame.
-func (f *teamFeed) run(ctx context.Context, changes *event.Changes) {
+func (f *teamFeed) run(ctx context.Context, changes *notify.Changes) {
 	defer changes.Close()
 	sent := map[string]int{}
 	for {
@@ -165,7 +165,7 @@ func (f *teamFeed) run(ctx context.Context, changes *event.Changes) {
 			f.logger.Warn("Team feed fell behind; some task changes were not sent")
 		}
 		batch := changes.Take()
-		batch = slices.DeleteFunc(batch, func(c event.Change) bool { return c.Seq > 0 && c.Seq <= sent[c.TaskID] })
+		batch = slices.DeleteFunc(batch, func(c notify.Change) bool { return c.Seq > 0 && c.Seq <= sent[c.TaskID] })
 		for len(batch) > 0 {
 			n := min(len(batch), teamFeedBatch)
 			ids := make([]string, n)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flightdeck/internal/notify"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,7 +21,6 @@ import (
 	"flightdeck/internal/config"
 	"flightdeck/internal/sso"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/retention"
 	"flightdeck/workflow/webhook"
@@ -96,9 +96,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 
 	// One LISTEN connection per process feeds the Hub (live streams) and
 	// the pool (wake-ups, cancels).
-	notifier := event.NewNotifier(st, env.logger)
-	hub := event.NewHub()
-	hub.Attach(notifier)
+	listener := notify.NewListener(st, env.logger)
+	hub := notify.NewHub()
+	hub.Attach(listener)
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
 	var pool *queue.Pool
@@ -120,13 +120,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 			Workers: cfg.Workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, Grace: cfg.Grace,
 			IdempotencyTTL: cfg.IdempotencyTTL, Logger: env.logger,
 		})
-		pool.Attach(notifier)
+		pool.Attach(listener)
 	}
 	guard, err := webhook.NewGuard(cfg.WebhookAllow, nil)
 	if err != nil {
 		return err
 	}
-	go notifier.Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
+	go listener.Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 	// Retention: every process prunes; the batches skip each other's rows.
 	go retention.New(st, retention.Config{Interval: cfg.CleanupInterval, WebhookDeliveries: cfg.WebhookDeliveryRetention,
 		LocalEffects: cfg.LocalEffectRetention, Logger: env.logger}).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
