@@ -50,6 +50,5 @@ func (h *Handler) agentInput(c echo.Context, kind, taskID, questionID, text stri
 	case err != nil:
 		return err
 	}
-	h.hub.Publish(taskID)
 	return nil
 }

@@ -31,8 +31,6 @@ func (h *Handler) cancelTask(c echo.Context, id string) (*task.Task, error) {
 		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the task already ended"}
 	case errors.Is(err, store.ErrConflict):
 		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the task is already undoing its steps"}
-	case err == nil:
-		h.hub.Publish(id) // local streams need not wait for the NOTIFY round trip
 	}
 	return t, err
 }

@@ -30,7 +30,6 @@ func (h *Handler) pauseTask(c echo.Context, id string) (*task.Task, error) {
 	if err != nil {
 		return nil, runControlError(err)
 	}
-	h.hub.Publish(id) // local streams need not wait for the NOTIFY round trip
 	return t, nil
 }
 

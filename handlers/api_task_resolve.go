@@ -40,6 +40,5 @@ func (h *Handler) apiTaskResolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.hub.Publish(t.ID)
 	return c.JSON(http.StatusOK, toTaskJSON(t))
 }

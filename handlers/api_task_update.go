@@ -44,8 +44,5 @@ func (h *Handler) setPriority(c echo.Context, id, priority string) (*task.Task, 
 	if errors.Is(err, store.ErrTerminal) {
 		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the task already ended"}
 	}
-	if err == nil {
-		h.hub.Publish(id)
-	}
 	return t, err
 }

@@ -83,6 +83,5 @@ func (h *Handler) explainFailure(c echo.Context, id string) (*task.Task, error) 
 	if err != nil {
 		return nil, insertError(err)
 	}
-	h.hub.Publish(nt.ID)
 	return nt, nil
 }

@@ -28,6 +28,5 @@ func (h *Handler) taskResolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.hub.Publish(t.ID)
 	return c.Redirect(http.StatusSeeOther, "/tasks/"+t.ID)
 }
