@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/store"
 	"flightdeck/workflow/task"
 )
@@ -16,19 +15,14 @@ const maxAgentInputBytes = 8 << 10
 
 // agentInput handles answer (to an agent's question) and message (a note
 // for its next iteration), shared by the API, the WebSocket and the page.
-// Deployers and above of the task's team may do either.
 func (h *Handler) agentInput(c echo.Context, kind, taskID, questionID, text string) error {
-	ctx := c.Request().Context()
-	u := userOf(c)
-	t, err := h.store.TaskGet(ctx, u.TeamIDs(), taskID)
+	ctx, u := c.Request().Context(), userOf(c)
+	t, err := h.taskFor(ctx, u, taskID, task.ActAgentInput)
 	if err != nil {
 		return err
 	}
 	if t.Kind != task.KindAgent {
 		return errInvalid("task_id", "%s is only for agent tasks", kind)
-	}
-	if !u.RoleIn(t.TeamID).AtLeast(auth.RoleDeployer) {
-		return errForbidden
 	}
 	if strings.TrimSpace(text) == "" {
 		return errInvalid("text", "text is required")
@@ -56,6 +50,5 @@ func (h *Handler) agentInput(c echo.Context, kind, taskID, questionID, text stri
 	case err != nil:
 		return err
 	}
-	h.hub.Publish(taskID)
 	return nil
 }

@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"flightdeck/internal/notify"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -18,7 +19,6 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/agent"
 	"flightdeck/workflow/artifact"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
 )
@@ -36,12 +36,12 @@ func setupAgentsWith(t *testing.T, deployWith func(*store.Store) queue.Handler) 
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	r := agent.NewRunner(agent.Config{Client: agent.NewOpenAI(agent.OpenAIConfig{BaseURL: llm.URL}), Logger: logger, Store: b.store,
 		Retry: agent.RetryConfig{BackoffBase: time.Millisecond}})
-	n := event.NewNotifier(b.store, nil)
+	n := notify.NewListener(b.store, nil)
 	handlers := map[task.Kind]queue.Handler{task.KindAgent: r}
 	if deployWith != nil {
 		handlers[task.KindDeploy] = deployWith(b.store)
 	}
-	p := queue.New(b.store, handlers, nil, queue.Config{
+	p := queue.New(b.store, handlers, queue.Config{
 		Workers: 2, PollInterval: 20 * time.Millisecond, Grace: 10 * time.Millisecond, Logger: logger})
 	p.Attach(n)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -65,6 +65,5 @@ func (h *Handler) decideApproval(c echo.Context, taskID, approvalID string, appr
 	case err != nil:
 		return nil, err
 	}
-	h.hub.Publish(taskID)
 	return a, nil
 }

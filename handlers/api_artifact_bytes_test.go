@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"flightdeck/internal/notify"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -15,7 +16,6 @@ import (
 
 	"flightdeck/workflow/action"
 	"flightdeck/workflow/artifact"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/saga"
@@ -38,8 +38,8 @@ func TestStepOutputBytesKeptWhole(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: 10 * time.Millisecond,
 		Actions: action.Registry{"exec": action.Exec{}}, Artifacts: artifactSink{artifact.New(b.store, 0)}})
-	n := event.NewNotifier(b.store, nil)
-	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	n := notify.NewListener(b.store, nil)
+	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 1, PollInterval: 20 * time.Millisecond, Grace: 10 * time.Millisecond, Logger: logger})
 	p.Attach(n)
 	ctx, cancel := context.WithCancel(context.Background())

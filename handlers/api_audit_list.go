@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/store"
+	"flightdeck/workflow/task"
 )
 
 // maxAuditPage bounds ?limit= of the audit log.
@@ -15,7 +16,7 @@ const maxAuditPage = 500
 
 // auditQuery reads the audit log's filters; admins of the team only.
 func (h *Handler) auditQuery(c echo.Context) (store.AuditListParams, error) {
-	team, err := adminTeam(userOf(c), c.QueryParam("team"))
+	team, err := adminTeam(userOf(c), c.QueryParam("team"), task.ActReadAudit)
 	if err != nil {
 		return store.AuditListParams{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/store"
+	"flightdeck/workflow/task"
 )
 
 type freezeCreateRequest struct {
@@ -44,7 +45,7 @@ func (h *Handler) apiFreezeCreate(c echo.Context) error {
 	if _, err := readJSON(c, &req); err != nil {
 		return err
 	}
-	team, err := adminTeam(u, req.Team)
+	team, err := adminTeam(u, req.Team, task.ActManageFreezes)
 	if err != nil {
 		return err
 	}

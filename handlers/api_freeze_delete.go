@@ -3,16 +3,16 @@ package handlers
 import (
 	"net/http"
 
-	"github.com/labstack/echo/v4"
+	"flightdeck/workflow/task"
 
-	"flightdeck/internal/auth"
+	"github.com/labstack/echo/v4"
 )
 
 func (h *Handler) apiFreezeDelete(c echo.Context) error {
 	u := userOf(c)
 	// Another team's freeze does not exist for the caller; a team's freeze
-	// a non-admin sees is refused.
-	f, err := h.store.FreezeEnd(c.Request().Context(), teamIDsAtLeast(u, auth.RoleAdmin), c.Param("id"), u.Email)
+	// one the caller may not end is refused.
+	f, err := h.store.FreezeEnd(c.Request().Context(), u.TeamsWhereMay(task.ActManageFreezes), c.Param("id"), u.Email)
 	if err != nil {
 		return h.freezeEndError(c, err)
 	}

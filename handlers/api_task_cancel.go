@@ -6,7 +6,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/store"
 	"flightdeck/workflow/task"
 )
@@ -19,17 +18,12 @@ func (h *Handler) apiTaskCancel(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, toTaskJSON(t))
 }
 
-// cancelTask is shared by the API, the WebSocket and the page: deployers and
-// above of the task's team may cancel.
+// cancelTask is shared by the API, the WebSocket and the page.
 func (h *Handler) cancelTask(c echo.Context, id string) (*task.Task, error) {
-	ctx := c.Request().Context()
-	u := userOf(c)
-	t, err := h.store.TaskGet(ctx, u.TeamIDs(), id)
+	ctx, u := c.Request().Context(), userOf(c)
+	t, err := h.taskFor(ctx, u, id, task.ActCancel)
 	if err != nil {
 		return nil, err
-	}
-	if !u.RoleIn(t.TeamID).AtLeast(auth.RoleDeployer) {
-		return nil, errForbidden
 	}
 	t, err = h.store.TaskCancel(ctx, []string{t.TeamID}, id, u.Email)
 	switch {
@@ -37,8 +31,6 @@ func (h *Handler) cancelTask(c echo.Context, id string) (*task.Task, error) {
 		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the task already ended"}
 	case errors.Is(err, store.ErrConflict):
 		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the task is already undoing its steps"}
-	case err == nil:
-		h.hub.Publish(id) // local streams need not wait for the NOTIFY round trip
 	}
 	return t, err
 }

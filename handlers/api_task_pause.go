@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/store"
 	"flightdeck/workflow/task"
 )
@@ -20,23 +19,17 @@ func (h *Handler) apiTaskPause(c echo.Context) error {
 	return c.JSON(http.StatusOK, toTaskJSON(t))
 }
 
-// pauseTask is shared by the API, the WebSocket and the page: deployers and
-// above of the task's team may pause (contract §10).
+// pauseTask is shared by the API, the WebSocket and the page (contract §10).
 func (h *Handler) pauseTask(c echo.Context, id string) (*task.Task, error) {
-	ctx := c.Request().Context()
-	u := userOf(c)
-	t, err := h.store.TaskGet(ctx, u.TeamIDs(), id)
+	ctx, u := c.Request().Context(), userOf(c)
+	t, err := h.taskFor(ctx, u, id, task.ActPause)
 	if err != nil {
 		return nil, err
-	}
-	if !u.RoleIn(t.TeamID).AtLeast(auth.RoleDeployer) {
-		return nil, errForbidden
 	}
 	t, err = h.store.TaskPause(ctx, []string{t.TeamID}, id, u.Email)
 	if err != nil {
 		return nil, runControlError(err)
 	}
-	h.hub.Publish(id) // local streams need not wait for the NOTIFY round trip
 	return t, nil
 }
 

@@ -6,8 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/store"
+	"flightdeck/workflow/task"
 )
 
 type resolveRequest struct {
@@ -15,7 +15,7 @@ type resolveRequest struct {
 	Comment string `json:"comment"`
 }
 
-// apiTaskResolve: an admin retries the failed compensation of a task in
+// apiTaskResolve: an admin (task.ActResolve) retries the failed compensation of a task in
 // needs_attention, or marks it resolved (failed).
 func (h *Handler) apiTaskResolve(c echo.Context) error {
 	var req resolveRequest
@@ -28,14 +28,10 @@ func (h *Handler) apiTaskResolve(c echo.Context) error {
 	if err := checkComment(req.Comment); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	u := userOf(c)
-	t, err := h.store.TaskGet(ctx, u.TeamIDs(), c.Param("id"))
+	ctx, u := c.Request().Context(), userOf(c)
+	t, err := h.taskFor(ctx, u, c.Param("id"), task.ActResolve)
 	if err != nil {
 		return err
-	}
-	if !u.RoleIn(t.TeamID).AtLeast(auth.RoleAdmin) {
-		return &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: "only admins resolve tasks that need attention"}
 	}
 	t, err = h.store.TaskResolve(ctx, []string{t.TeamID}, t.ID, req.Action, u.Email, req.Comment)
 	if errors.Is(err, store.ErrConflict) {
@@ -44,6 +40,5 @@ func (h *Handler) apiTaskResolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.hub.Publish(t.ID)
 	return c.JSON(http.StatusOK, toTaskJSON(t))
 }

@@ -55,6 +55,5 @@ func (h *Handler) resumeTask(c echo.Context, id string, req resumeRequest) (*tas
 	if err != nil {
 		return nil, runControlError(err)
 	}
-	h.hub.Publish(id)
 	return t, nil
 }

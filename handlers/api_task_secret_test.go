@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"context"
 	"encoding/json"
+	"flightdeck/internal/notify"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -19,7 +20,6 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/action"
 	"flightdeck/workflow/artifact"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/saga"
@@ -68,8 +68,8 @@ func setupRecording(t *testing.T, extra ...*pipeline.Pipeline) *secretBundle {
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: 10 * time.Millisecond,
 		Actions: action.Registry{"test.record": record}, Artifacts: artifactSink{artifact.New(sb.store, 0)}})
-	n := event.NewNotifier(sb.store, nil)
-	p := queue.New(sb.store, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	n := notify.NewListener(sb.store, nil)
+	p := queue.New(sb.store, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 2, PollInterval: 20 * time.Millisecond, Grace: 10 * time.Millisecond, Logger: logger})
 	p.Attach(n)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -6,7 +6,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/store"
 	"flightdeck/workflow/task"
 )
@@ -36,21 +35,14 @@ func (h *Handler) setPriority(c echo.Context, id, priority string) (*task.Task, 
 	if err != nil {
 		return nil, errInvalid("priority", "%v", err)
 	}
-	ctx := c.Request().Context()
-	u := userOf(c)
-	t, err := h.store.TaskGet(ctx, u.TeamIDs(), id)
+	ctx, u := c.Request().Context(), userOf(c)
+	t, err := h.taskFor(ctx, u, id, task.ActSetPriority)
 	if err != nil {
 		return nil, err
-	}
-	if !u.RoleIn(t.TeamID).AtLeast(auth.RoleDeployer) {
-		return nil, errForbidden
 	}
 	t, err = h.store.TaskSetPriority(ctx, []string{t.TeamID}, id, p, u.Email)
 	if errors.Is(err, store.ErrTerminal) {
 		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the task already ended"}
-	}
-	if err == nil {
-		h.hub.Publish(id)
 	}
 	return t, err
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/store"
+	"flightdeck/workflow/task"
 	"flightdeck/workflow/webhook"
 )
 
@@ -27,7 +28,7 @@ func (h *Handler) apiWebhookCreate(c echo.Context) error {
 	if _, err := readJSON(c, &req); err != nil {
 		return err
 	}
-	team, err := adminTeam(u, req.Team)
+	team, err := adminTeam(u, req.Team, task.ActManageWebhooks)
 	if err != nil {
 		return err
 	}

@@ -3,15 +3,15 @@ package handlers
 import (
 	"net/http"
 
-	"github.com/labstack/echo/v4"
+	"flightdeck/workflow/task"
 
-	"flightdeck/internal/auth"
+	"github.com/labstack/echo/v4"
 )
 
 func (h *Handler) apiWebhookList(c echo.Context) error {
-	teams := teamIDsAtLeast(userOf(c), auth.RoleAdmin)
+	teams := userOf(c).TeamsWhereMay(task.ActManageWebhooks)
 	if len(teams) == 0 {
-		return errForbidden
+		return forbiddenTo(task.ActManageWebhooks)
 	}
 	ws, err := h.store.WebhookList(c.Request().Context(), teams)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"flightdeck/internal/auth"
 	"flightdeck/store"
 	"flightdeck/views/pages"
+	"flightdeck/workflow/task"
 )
 
 // inboxLimit bounds the page; the oldest decisions come first.
@@ -38,8 +39,8 @@ func (h *Handler) renderInbox(c echo.Context, status int, p pages.ApprovalInboxP
 }
 
 // loadInbox gathers the viewer's pending decisions, the approvals their
-// own tasks wait for and, for the teams they administer, the tasks in
-// needs_attention.
+// own tasks wait for and, for the teams where they may resolve them, the
+// tasks in needs_attention.
 func (h *Handler) loadInbox(ctx context.Context, u *auth.User) (pages.ApprovalInboxProps, error) {
 	var p pages.ApprovalInboxProps
 	items, waiting, err := h.store.ApprovalsPending(ctx, u.ID, inboxLimit)
@@ -52,9 +53,9 @@ func (h *Handler) loadInbox(ctx context.Context, u *auth.User) (pages.ApprovalIn
 		return p, err
 	}
 	p.Items, p.Waiting = all[:len(items):len(items)], all[len(items):]
-	admin := teamIDsAtLeast(u, auth.RoleAdmin)
-	if p.IsAdmin = len(admin) > 0; p.IsAdmin {
-		tasks, _, err := h.store.TaskList(ctx, store.TaskListParams{TeamIDs: admin, State: "needs_attention"})
+	resolve := u.TeamsWhereMay(task.ActResolve)
+	if p.IsAdmin = len(resolve) > 0; p.IsAdmin {
+		tasks, _, err := h.store.TaskList(ctx, store.TaskListParams{TeamIDs: resolve, State: "needs_attention"})
 		if err != nil {
 			return p, err
 		}

@@ -45,7 +45,7 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 		hosts[hh.TeamID+" "+hh.Host] = hh
 	}
 	p := pages.EnvironmentsProps{Pipeline: filter, CSRFToken: csrfToken(c), Flash: flash,
-		CanFreeze: len(teamIDsAtLeast(u, auth.RoleAdmin)) > 0}
+		CanFreeze: len(u.TeamsWhereMay(task.ActManageFreezes)) > 0}
 	now := time.Now()
 	if err := h.envFreezes(c, &p, now); err != nil {
 		return err
@@ -68,7 +68,7 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 		}
 		pairs := targetPairs(pl, e.TargetKey)
 		t := pages.EnvTarget{Team: e.Team, Target: strings.Join(pairs, " "), TargetPairs: pairs, Waiting: e.Waiting, WaitingID: e.WaitingIDs,
-			CanDeploy: u.RoleIn(e.TeamID).AtLeast(auth.RoleDeployer)}
+			CanDeploy: u.May(e.TeamID, task.ActSubmit)}
 		if e.Running != nil {
 			t.Running = *e.Running
 		}
@@ -100,16 +100,16 @@ func (h *Handler) envFreezes(c echo.Context, p *pages.EnvironmentsProps, now tim
 		return err
 	}
 	u := userOf(c)
-	admin := map[string]bool{}
-	for _, id := range teamIDsAtLeast(u, auth.RoleAdmin) {
-		admin[id] = true
+	mayEnd := map[string]bool{}
+	for _, id := range u.TeamsWhereMay(task.ActManageFreezes) {
+		mayEnd[id] = true
 	}
 	for _, f := range fs {
 		ef := pages.EnvFreeze{Environment: f.Environment, From: f.From, Until: f.Until, Reason: f.Reason, Source: f.Source,
 			Active: !f.From.After(now) && f.Until.After(now)}
 		if f.ID != nil {
 			ef.ID = *f.ID
-			ef.CanEnd, ef.TeamID = admin[f.teamID], f.teamID
+			ef.CanEnd, ef.TeamID = mayEnd[f.teamID], f.teamID
 		}
 		p.Freezes = append(p.Freezes, ef)
 	}
@@ -139,7 +139,7 @@ func (h *Handler) envProtection(c echo.Context, u *auth.User, pl *pipeline.Pipel
 		return
 	}
 	pr := &pages.EnvPromotion{To: rule.PromoteTo, Pipeline: pl.Name, From: t.Environment, Team: e.Team, Target: map[string]string{},
-		Override: u.RoleIn(e.TeamID).AtLeast(auth.RoleAdmin)}
+		Override: u.May(e.TeamID, task.ActOverride)}
 	envParam := pl.EnvironmentParam()
 	for k, v := range target {
 		if k != envParam {

@@ -9,6 +9,7 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/saga"
+	"flightdeck/workflow/task"
 )
 
 // protect applies the rules of a deploy's environment to a submit that
@@ -17,7 +18,7 @@ import (
 func (h *Handler) protect(ctx context.Context, u *auth.User, teamID string, in *store.TaskInsertParams, pl *pipeline.Pipeline,
 	params map[string]any, o saga.Protection) error {
 	o.Rules = h.pipelines.Environments()
-	o.Admin = u.RoleIn(teamID).AtLeast(auth.RoleAdmin)
+	o.MayOverride = u.May(teamID, task.ActOverride)
 	o.By = u.Email
 	return refusalError(saga.ProtectDeploy(ctx, h.store, in, pl, params, o))
 }

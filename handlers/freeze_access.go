@@ -7,10 +7,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/store"
+	"flightdeck/workflow/task"
 )
 
 // freezeEndError answers a refused end of a freeze: a freeze of one of the
-// caller's teams where they are not an admin is 403, not 404.
+// caller's teams where they may not manage freezes is 403, not 404.
 func (h *Handler) freezeEndError(c echo.Context, err error) error {
 	if !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -21,7 +22,7 @@ func (h *Handler) freezeEndError(c echo.Context, err error) error {
 	}
 	for _, f := range fs {
 		if f.ID == c.Param("id") {
-			return errForbidden
+			return forbiddenTo(task.ActManageFreezes)
 		}
 	}
 	return err

@@ -9,12 +9,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/store"
+	"flightdeck/workflow/task"
 )
 
 // freezeCreate is the environments page's "Freeze an environment" form (admins).
 func (h *Handler) freezeCreate(c echo.Context) error {
 	u := userOf(c)
-	team, err := adminTeam(u, c.FormValue("team"))
+	team, err := adminTeam(u, c.FormValue("team"), task.ActManageFreezes)
 	if err != nil {
 		return h.renderEnvironments(c, toAPIError(err).Status, "Only an admin may freeze an environment.")
 	}

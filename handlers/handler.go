@@ -5,6 +5,7 @@ package handlers
 
 import (
 	"cmp"
+	"flightdeck/internal/notify"
 	"log/slog"
 	"net/http"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"flightdeck/internal/ratelimit"
 	"flightdeck/internal/sso"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/webhook"
 )
@@ -26,7 +26,7 @@ type Deps struct {
 	Logger    *slog.Logger
 	Registry  *metrics.Registry // metrics are registered here and served at /metrics
 	Pipelines *pipeline.Catalog // default: the built-in pipelines
-	Hub       *event.Hub        // wakes live event streams; default: one fed by nothing (polling only)
+	Hub       *notify.Hub       // wakes live event streams; default: one fed by this process's writes only
 	// WebhookGuard checks webhook URLs (SSRF); default: Config.WebhookAllow
 	// with the system resolver.
 	WebhookGuard *webhook.Guard
@@ -45,7 +45,7 @@ type Handler struct {
 	apiRate   *ratelimit.Limiter // per user: the API and every form
 	wsRate    *ratelimit.Limiter
 	pipelines *pipeline.Catalog
-	hub       *event.Hub
+	hub       *notify.Hub
 	teamFeed  *teamFeed
 	dashFeed  *dashboardFeed
 	runModels *runModels // run pages' models, for their sockets to resume from
@@ -77,7 +77,9 @@ func newHandler(d Deps) *Handler {
 	}
 	hub := d.Hub
 	if hub == nil {
-		hub = event.NewHub()
+		// fed by this process's own writes only: no LISTEN connection
+		hub = notify.NewHub()
+		hub.Follow(d.Store.Wakeups())
 	}
 	h := &Handler{
 		pipelines: pipelines,

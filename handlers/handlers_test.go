@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"flightdeck/internal/notify"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,7 +24,6 @@ import (
 	"flightdeck/internal/config"
 	"flightdeck/internal/dbtest"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 )
 
@@ -87,9 +87,10 @@ func setupDeps(t *testing.T, tune func(*config.Config), catalog *pipeline.Catalo
 		tune(&cfg)
 	}
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	notifier := event.NewNotifier(st, logger)
-	hub := event.NewHub()
+	notifier := notify.NewListener(st, logger)
+	hub := notify.NewHub()
 	hub.Attach(notifier)
+	t.Cleanup(hub.Follow(st.Wakeups()))
 	listening := make(chan struct{})
 	notifier.OnConnect(sync.OnceFunc(func() { close(listening) }))
 	ctx2, cancel := context.WithCancel(context.Background())

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/views/layout"
+	"flightdeck/workflow/task"
 )
 
 // htmx request headers (https://htmx.org/reference/#request_headers).
@@ -58,7 +59,8 @@ func (h *Handler) render(c echo.Context, status int, title, active string, conte
 	if !isPartial(c) {
 		props := layout.BaseProps{Title: title, CSRFToken: csrfToken(c), Active: active}
 		if u := userOf(c); u != nil {
-			v := &layout.Viewer{Email: u.Email}
+			v := &layout.Viewer{Email: u.Email,
+				Webhooks: len(u.TeamsWhereMay(task.ActManageWebhooks)) > 0, Audit: len(u.TeamsWhereMay(task.ActReadAudit)) > 0}
 			if m, ok := u.Primary(); ok {
 				v.Team, v.Role = m.Team, string(m.Role)
 			}

@@ -16,14 +16,13 @@ import (
 // their answer, questions and notes; for failed deploys on a server with an
 // LLM, the "Explain this failure" action.
 func (h *Handler) loadAgentView(ctx context.Context, u *auth.User, t *task.Task) (*pages.AgentView, error) {
-	role := u.RoleIn(t.TeamID)
 	if t.Kind == task.KindDeploy {
-		if t.State == task.StateFailed && h.cfg.AgentsEnabled() && role.AtLeast(auth.RoleDeployer) {
+		if t.State == task.StateFailed && h.cfg.AgentsEnabled() && u.May(t.TeamID, task.ActExplain) {
 			return &pages.AgentView{ExplainURL: "/tasks/" + t.ID + "/explain"}, nil
 		}
 		return nil, nil
 	}
-	v := &pages.AgentView{CanInput: role.AtLeast(auth.RoleDeployer), Running: !t.State.Terminal()}
+	v := &pages.AgentView{CanInput: u.May(t.TeamID, task.ActAgentInput), Running: !t.State.Terminal()}
 	if len(t.Result) > 0 {
 		var res struct {
 			Text string `json:"text"`

@@ -13,18 +13,20 @@ import (
 const decisionLogLines = 20
 
 // controlView is the run page's run control for u (contract §10): what
-// they may do now by task.MayResume, the rule the store applies. Nil when
-// nothing applies (a finished task, or a viewer).
-func controlView(t *task.Task, u *auth.User, role auth.Role, m *runModel) *pages.ControlView {
-	if t.State.Terminal() || !role.AtLeast(auth.RoleDeployer) {
+// they may do now by task.May and task.MayResume, the rules the handlers
+// and the store apply. Nil when nothing applies (a finished task, or a
+// person who may neither pause nor resume).
+func controlView(t *task.Task, u *auth.User, role task.Role, m *runModel) *pages.ControlView {
+	mayPause := task.May(role, task.ActPause)
+	if t.State.Terminal() || !mayPause && !task.May(role, task.ActResume) {
 		return nil
 	}
 	c := &pages.ControlView{PauseRequested: t.PauseRequested, Paused: t.State == task.StatePaused}
 	switch t.State {
 	case task.StatePending, task.StateScheduled:
-		c.CanPause = true
+		c.CanPause = mayPause
 	case task.StateRunning:
-		c.CanPause = !t.PauseRequested && t.Kind == task.KindDeploy
+		c.CanPause = mayPause && !t.PauseRequested && t.Kind == task.KindDeploy
 	}
 	may := func(a task.ResumeAction, comment string) (bool, string) {
 		refusal, why := task.MayResume(a, t.FailedStep != nil, t.CreatedByID, u.ID, string(role), comment)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/workflow/task"
@@ -35,14 +34,10 @@ func (h *Handler) apiTaskExplain(c echo.Context) error {
 // prompt is seeded with the failed deploy's failing step and the excerpt of
 // that step's output (artifacts are redacted when stored).
 func (h *Handler) explainFailure(c echo.Context, id string) (*task.Task, error) {
-	ctx := c.Request().Context()
-	u := userOf(c)
-	t, err := h.store.TaskGet(ctx, u.TeamIDs(), id)
+	ctx, u := c.Request().Context(), userOf(c)
+	t, err := h.taskFor(ctx, u, id, task.ActExplain)
 	if err != nil {
 		return nil, err
-	}
-	if !u.RoleIn(t.TeamID).AtLeast(auth.RoleDeployer) {
-		return nil, errForbidden
 	}
 	if t.Kind != task.KindDeploy || t.State != task.StateFailed {
 		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "only a failed deploy can be explained"}
@@ -88,6 +83,5 @@ func (h *Handler) explainFailure(c echo.Context, id string) (*task.Task, error) 
 	if err != nil {
 		return nil, insertError(err)
 	}
-	h.hub.Publish(nt.ID)
 	return nt, nil
 }

@@ -7,9 +7,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/task"
 )
 
 // taskNew shows the submit form generated from a pipeline's parameters.
@@ -57,7 +57,7 @@ func (h *Handler) taskNewProps(c echo.Context, p *pipeline.Pipeline, values map[
 		props.Priority = v
 	}
 	props.RunAt = values["run_at"]
-	props.CanOverride = len(teamIDsAtLeast(userOf(c), auth.RoleAdmin)) > 0
+	props.CanOverride = len(userOf(c).TeamsWhereMay(task.ActOverride)) > 0
 	props.Rules = ruleNotes(p, h.pipelines.Environments())
 	return props
 }

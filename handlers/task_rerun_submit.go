@@ -22,12 +22,9 @@ import (
 // the idempotency key (idemKey, "" for none) hold. The page's Redeploy and
 // Roll back are re-runs of an earlier deploy of the target.
 func (h *Handler) rerun(ctx context.Context, u *auth.User, id, idemKey string) (t *task.Task, created bool, err error) {
-	src, err := h.store.TaskGet(ctx, u.TeamIDs(), id)
+	src, err := h.taskFor(ctx, u, id, task.ActRerun)
 	if err != nil {
 		return nil, false, err
-	}
-	if !u.RoleIn(src.TeamID).AtLeast(auth.RoleDeployer) {
-		return nil, false, &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: "viewers cannot submit tasks"}
 	}
 	if !src.State.Terminal() {
 		return nil, false, &APIError{Status: http.StatusConflict, Code: "conflict",

@@ -6,20 +6,16 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/store"
+	"flightdeck/workflow/task"
 )
 
-// taskResolve is the page form for a task in needs_attention (admins).
+// taskResolve is the page form for a task in needs_attention.
 func (h *Handler) taskResolve(c echo.Context) error {
-	ctx := c.Request().Context()
-	u := userOf(c)
-	t, err := h.store.TaskGet(ctx, u.TeamIDs(), c.Param("id"))
+	ctx, u := c.Request().Context(), userOf(c)
+	t, err := h.taskFor(ctx, u, c.Param("id"), task.ActResolve)
 	if err != nil {
 		return err
-	}
-	if !u.RoleIn(t.TeamID).AtLeast(auth.RoleAdmin) {
-		return errForbidden
 	}
 	action := c.FormValue("action")
 	if action != "retry" && action != "resolve" {
@@ -32,6 +28,5 @@ func (h *Handler) taskResolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.hub.Publish(t.ID)
 	return c.Redirect(http.StatusSeeOther, "/tasks/"+t.ID)
 }

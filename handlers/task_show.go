@@ -80,8 +80,11 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 	}
 	// Cancel and Set priority do nothing while steps are being undone or an
 	// admin's decision is awaited, so they are not offered then.
-	p.CanCancel = role.AtLeast(auth.RoleDeployer) && t.State != task.StateCompensating && t.State != task.StateNeedsAttention
-	p.CanAdmin = role.AtLeast(auth.RoleAdmin)
+	undoing := t.State == task.StateCompensating || t.State == task.StateNeedsAttention
+	p.CanSetPriority = u.May(t.TeamID, task.ActSetPriority) && !undoing
+	p.CanCancel = u.May(t.TeamID, task.ActCancel) && !undoing
+	p.CanRerun = u.May(t.TeamID, task.ActRerun)
+	p.CanResolve = u.May(t.TeamID, task.ActResolve)
 	if t.State == task.StateFailed {
 		// An admin's resolution is a note, not the task's error.
 		if res, err := h.taskResolution(ctx, t); err != nil {

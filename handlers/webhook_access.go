@@ -14,15 +14,15 @@ import (
 	"flightdeck/workflow/task"
 )
 
-// webhookForAdmin loads a webhook of one of u's teams (404 otherwise) that u
-// administers (403 otherwise).
+// webhookForAdmin loads a webhook of one of u's teams (404 otherwise) whose
+// webhooks u manages (403 otherwise).
 func (h *Handler) webhookForAdmin(ctx context.Context, u *auth.User, id string) (*store.Webhook, error) {
 	w, err := h.store.WebhookGet(ctx, u.TeamIDs(), id)
 	if err != nil {
 		return nil, err
 	}
-	if !u.RoleIn(w.TeamID).AtLeast(auth.RoleAdmin) {
-		return nil, errForbidden
+	if !u.May(w.TeamID, task.ActManageWebhooks) {
+		return nil, forbiddenTo(task.ActManageWebhooks)
 	}
 	return w, nil
 }

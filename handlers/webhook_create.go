@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/views/pages"
+	"flightdeck/workflow/task"
 )
 
 // webhookCreate adds a subscription from the page form and shows its
@@ -18,7 +19,7 @@ func (h *Handler) webhookCreate(c echo.Context) error {
 	}
 	u := userOf(c)
 	url, events := form.Get("url"), form["events"]
-	team, err := adminTeam(u, form.Get("team"))
+	team, err := adminTeam(u, form.Get("team"), task.ActManageWebhooks)
 	if err != nil {
 		return err
 	}

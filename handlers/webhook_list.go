@@ -5,10 +5,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/event"
+	"flightdeck/workflow/task"
 )
 
 func (h *Handler) webhookList(c echo.Context) error {
@@ -18,9 +18,9 @@ func (h *Handler) webhookList(c echo.Context) error {
 // renderWebhookList renders the page around p (a create's secret or error).
 func (h *Handler) renderWebhookList(c echo.Context, status int, p pages.WebhookListProps) error {
 	u := userOf(c)
-	teams := teamIDsAtLeast(u, auth.RoleAdmin)
+	teams := u.TeamsWhereMay(task.ActManageWebhooks)
 	if len(teams) == 0 {
-		return errForbidden
+		return forbiddenTo(task.ActManageWebhooks)
 	}
 	ws, err := h.store.WebhookList(c.Request().Context(), teams)
 	if err != nil {
@@ -29,7 +29,7 @@ func (h *Handler) renderWebhookList(c echo.Context, status int, p pages.WebhookL
 	names := map[string]string{}
 	for _, m := range u.Memberships {
 		names[m.TeamID] = m.Team
-		if m.Role == "admin" {
+		if task.May(m.Role, task.ActManageWebhooks) {
 			p.Teams = append(p.Teams, m.Team)
 		}
 	}

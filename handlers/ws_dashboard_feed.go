@@ -11,7 +11,7 @@ import (
 
 	"flightdeck/internal/config"
 	"flightdeck/internal/metrics"
-	"flightdeck/workflow/event"
+	"flightdeck/internal/notify"
 )
 
 // Dashboard feed tuning: a batch with more changed tasks than this
@@ -35,7 +35,7 @@ const (
 type dashboardFeed struct {
 	render   func(ctx context.Context, teamIDs []string) ([]byte, error)
 	teamsOf  func(ctx context.Context, taskIDs []string) ([]string, error)
-	hub      *event.Hub
+	hub      *notify.Hub
 	logger   *slog.Logger
 	renders  *metrics.Counter
 	coalesce time.Duration
@@ -134,7 +134,7 @@ func (f *dashboardFeed) due(all bool, touched []string) []*dashboardGroup {
 
 // run waits for changes (then gathers them for coalesce) or the refresh,
 // works out which team sets they touch and renders each of those once.
-func (f *dashboardFeed) run(ctx context.Context, changes *event.Changes) {
+func (f *dashboardFeed) run(ctx context.Context, changes *notify.Changes) {
 	defer changes.Close()
 	tick := time.NewTicker(f.refresh)
 	defer tick.Stop()

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"flightdeck/internal/metrics"
+	"flightdeck/internal/notify"
 	"flightdeck/store"
 	"flightdeck/views/pages"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/task"
 )
@@ -36,7 +36,7 @@ const (
 type teamFeed struct {
 	store     *store.Store
 	pipelines *pipeline.Catalog // for the rows' targets and versions
-	hub       *event.Hub
+	hub       *notify.Hub
 	logger    *slog.Logger
 	loads     *metrics.Counter
 
@@ -72,7 +72,7 @@ func (c *taskChange) rowHTML() []byte {
 	return c.row
 }
 
-func newTeamFeed(st *store.Store, cat *pipeline.Catalog, hub *event.Hub, logger *slog.Logger, reg *metrics.Registry) *teamFeed {
+func newTeamFeed(st *store.Store, cat *pipeline.Catalog, hub *notify.Hub, logger *slog.Logger, reg *metrics.Registry) *teamFeed {
 	loads := metrics.Registered(reg, metrics.NewCounter("flightdeck_ws_team_feed_loads_total",
 		"Queries the team feed made to load changed tasks (one per batch of changes, however many sockets watch)."))
 	return &teamFeed{store: st, pipelines: cat, hub: hub, logger: logger, loads: loads, byTeam: map[string]map[*teamSub]struct{}{}}
@@ -144,7 +144,7 @@ func (f *teamFeed) teams() []string {
 // query and fans every task out. sent remembers the last seq handed out
 // per task, so a repeated or stale notification costs neither a load nor a
 // duplicate frame.
-func (f *teamFeed) run(ctx context.Context, changes *event.Changes) {
+func (f *teamFeed) run(ctx context.Context, changes *notify.Changes) {
 	defer changes.Close()
 	sent := map[string]int{}
 	for {
@@ -157,7 +157,7 @@ func (f *teamFeed) run(ctx context.Context, changes *event.Changes) {
 			f.logger.Warn("Team feed fell behind; some task changes were not sent")
 		}
 		batch := changes.Take()
-		batch = slices.DeleteFunc(batch, func(c event.Change) bool { return c.Seq > 0 && c.Seq <= sent[c.TaskID] })
+		batch = slices.DeleteFunc(batch, func(c notify.Change) bool { return c.Seq > 0 && c.Seq <= sent[c.TaskID] })
 		for len(batch) > 0 {
 			n := min(len(batch), teamFeedBatch)
 			ids := make([]string, n)

@@ -13,31 +13,37 @@ import (
 
 // AgentState is an agent task's persisted loop state. The JSON columns are
 // owned by workflow/agent; the store only keeps them.
+// Rows are scanned by column name (SELECT *: a new column is a field here).
 type AgentState struct {
-	Goal          string
-	Iteration     int
-	Budgets       json.RawMessage
-	Spend         json.RawMessage
-	Plan          json.RawMessage
-	Facts         json.RawMessage
-	OpenQuestions json.RawMessage
-	RiskFlags     json.RawMessage
-	Messages      json.RawMessage
-	Loop          json.RawMessage
-	UpdatedAt     time.Time
+	TaskID        string          `db:"task_id"`
+	Goal          string          `db:"goal"`
+	Iteration     int             `db:"iteration"`
+	Budgets       json.RawMessage `db:"budgets"`
+	Spend         json.RawMessage `db:"spend"`
+	Plan          json.RawMessage `db:"plan"`
+	Facts         json.RawMessage `db:"facts"`
+	OpenQuestions json.RawMessage `db:"open_questions"`
+	RiskFlags     json.RawMessage `db:"risk_flags"`
+	Messages      json.RawMessage `db:"messages"`
+	Loop          json.RawMessage `db:"loop"`
+	UpdatedAt     time.Time       `db:"updated_at"`
 }
 
-const agentStateColumns = `goal, iteration, budgets, spend, plan, facts, open_questions, risk_flags, messages, loop, updated_at`
-
-// AgentStateGet returns a task's agent state, or ErrNotFound before its first step.
-func (s *Store) AgentStateGet(ctx context.Context, taskID string) (*AgentState, error) {
-	var a AgentState
-	err := s.pool.QueryRow(ctx, `SELECT `+agentStateColumns+` FROM agent_states WHERE task_id = $1`, taskID).
-		Scan(&a.Goal, &a.Iteration, &a.Budgets, &a.Spend, &a.Plan, &a.Facts, &a.OpenQuestions, &a.RiskFlags, &a.Messages, &a.Loop, &a.UpdatedAt)
+// agentStateOne reads the one agent_states row a Query returns (none is ErrNotFound).
+func agentStateOne(rows pgx.Rows, err error) (*AgentState, error) {
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	return &a, nil
+	a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[AgentState])
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return a, nil
+}
+
+// AgentStateGet returns a task's agent state, or ErrNotFound before its first step.
+func (s *Store) AgentStateGet(ctx context.Context, taskID string) (*AgentState, error) {
+	return agentStateOne(s.pool.Query(ctx, `SELECT * FROM agent_states WHERE task_id = $1`, taskID))
 }
 
 // AgentStateView returns a visible task's agent state (team-scoped, for pages).
@@ -45,14 +51,8 @@ func (s *Store) AgentStateView(ctx context.Context, teamIDs []string, taskID str
 	if !validUUID(taskID) {
 		return nil, ErrNotFound
 	}
-	var a AgentState
-	err := s.pool.QueryRow(ctx, `SELECT `+agentStateColumns+` FROM agent_states a
-		WHERE task_id = $1 AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = a.task_id AND t.team_id = ANY($2))`, taskID, teamIDs).
-		Scan(&a.Goal, &a.Iteration, &a.Budgets, &a.Spend, &a.Plan, &a.Facts, &a.OpenQuestions, &a.RiskFlags, &a.Messages, &a.Loop, &a.UpdatedAt)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	return &a, nil
+	return agentStateOne(s.pool.Query(ctx, `SELECT a.* FROM agent_states a
+		WHERE task_id = $1 AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = a.task_id AND t.team_id = ANY($2))`, taskID, teamIDs))
 }
 
 func jsonOr(b json.RawMessage, def string) []byte {
@@ -63,51 +63,56 @@ func jsonOr(b json.RawMessage, def string) []byte {
 }
 
 // Question is an agent's question to a person.
+// An agent_questions row, scanned by column name (SELECT *, RETURNING *).
 type Question struct {
-	ID         string     `json:"id"`
-	TaskID     string     `json:"-"`
-	CallSeq    int        `json:"-"`
-	Text       string     `json:"text"`
-	State      string     `json:"state"`
-	Answer     *string    `json:"answer"`
-	AnsweredBy *string    `json:"answered_by"`
-	AskedAt    time.Time  `json:"asked_at"`
-	AnsweredAt *time.Time `json:"answered_at,omitempty"`
+	ID         string     `json:"id" db:"id"`
+	TaskID     string     `json:"-" db:"task_id"`
+	TeamID     string     `json:"-" db:"team_id"`
+	CallSeq    int        `json:"-" db:"call_seq"`
+	Text       string     `json:"text" db:"text"`
+	State      string     `json:"state" db:"state"`
+	Answer     *string    `json:"answer" db:"answer"`
+	AnsweredBy *string    `json:"answered_by" db:"answered_by"`
+	AskedAt    time.Time  `json:"asked_at" db:"asked_at"`
+	AnsweredAt *time.Time `json:"answered_at,omitempty" db:"answered_at"`
 }
 
-const questionColumns = `id, task_id, call_seq, text, state, answer, answered_by, asked_at, answered_at`
-
-func scanQuestion(row pgx.Row) (*Question, error) {
-	var q Question
-	if err := row.Scan(&q.ID, &q.TaskID, &q.CallSeq, &q.Text, &q.State, &q.Answer, &q.AnsweredBy, &q.AskedAt, &q.AnsweredAt); err != nil {
+// questionOne reads the one agent_questions row a Query returns (none is ErrNotFound).
+func questionOne(rows pgx.Rows, err error) (*Question, error) {
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	q, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Question])
+	if err != nil {
 		return nil, interpretError(err)
 	}
 	q.AskedAt = q.AskedAt.UTC()
-	return &q, nil
+	return q, nil
 }
 
 // AgentQuestionGet returns the question asked by a task's tool call.
 func (s *Store) AgentQuestionGet(ctx context.Context, taskID string, callSeq int) (*Question, error) {
-	return scanQuestion(s.pool.QueryRow(ctx, `SELECT `+questionColumns+` FROM agent_questions WHERE task_id = $1 AND call_seq = $2`, taskID, callSeq))
+	return questionOne(s.pool.Query(ctx, `SELECT * FROM agent_questions WHERE task_id = $1 AND call_seq = $2`, taskID, callSeq))
 }
 
 // AgentQuestionList returns a visible task's questions, oldest first.
 func (s *Store) AgentQuestionList(ctx context.Context, teamIDs []string, taskID string) ([]Question, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+questionColumns+` FROM agent_questions
+	rows, err := s.pool.Query(ctx, `SELECT * FROM agent_questions
 		WHERE task_id = $1 AND team_id = ANY($2) ORDER BY asked_at, call_seq`, taskID, teamIDs)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	defer rows.Close()
-	out := []Question{}
-	for rows.Next() {
-		q, err := scanQuestion(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *q)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Question])
+	if err != nil {
+		return nil, interpretError(err)
 	}
-	return out, interpretError(rows.Err())
+	for i := range out {
+		out[i].AskedAt = out[i].AskedAt.UTC()
+	}
+	if out == nil {
+		out = []Question{}
+	}
+	return out, nil
 }
 
 // AgentQuestionAnswerParams are a person's answer.
@@ -133,7 +138,7 @@ func (s *Store) AgentQuestionAnswer(ctx context.Context, p AgentQuestionAnswerPa
 			p.TaskID, p.TeamIDs).Scan(&state, &teamID); err != nil {
 			return interpretError(err)
 		}
-		q, err := scanQuestion(tx.QueryRow(ctx, `SELECT `+questionColumns+` FROM agent_questions WHERE id = $1 AND task_id = $2 FOR UPDATE`,
+		q, err := questionOne(tx.Query(ctx, `SELECT * FROM agent_questions WHERE id = $1 AND task_id = $2 FOR UPDATE`,
 			p.QuestionID, p.TaskID))
 		if err != nil {
 			return err
@@ -141,8 +146,8 @@ func (s *Store) AgentQuestionAnswer(ctx context.Context, p AgentQuestionAnswerPa
 		if q.State != "pending" || state != string(task.StateAwaitingInput) {
 			return fmt.Errorf("%w: question is %s", ErrConflict, q.State)
 		}
-		q, err = scanQuestion(tx.QueryRow(ctx, `UPDATE agent_questions SET state = 'answered', answer = $2, answered_by = $3, answered_at = now()
-			WHERE id = $1 RETURNING `+questionColumns, q.ID, p.Text, p.Actor))
+		q, err = questionOne(tx.Query(ctx, `UPDATE agent_questions SET state = 'answered', answer = $2, answered_by = $3, answered_at = now()
+			WHERE id = $1 RETURNING *`, q.ID, p.Text, p.Actor))
 		if err != nil {
 			return err
 		}

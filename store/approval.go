@@ -61,49 +61,80 @@ func (a Approval) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(a))
 }
 
-const approvalColumns = `id, task_id, step_idx, step_name, attempt, kind, detail, roles, state, requested_at, expires_at, decided_by, decided_at, comment,
-	required, decisions, changes`
+// approvalRow is an approvals row, scanned by column name (SELECT * and
+// RETURNING *: a new column is a field here).
+type approvalRow struct {
+	ID          string             `db:"id"`
+	TaskID      string             `db:"task_id"`
+	TeamID      string             `db:"team_id"`
+	StepIdx     int                `db:"step_idx"`
+	StepName    string             `db:"step_name"`
+	Attempt     int                `db:"attempt"`
+	Kind        string             `db:"kind"`
+	Detail      []byte             `db:"detail"`
+	Roles       []string           `db:"roles"`
+	State       task.ApprovalState `db:"state"`
+	RequestedAt time.Time          `db:"requested_at"`
+	ExpiresAt   time.Time          `db:"expires_at"`
+	DecidedBy   *string            `db:"decided_by"`
+	DecidedAt   *time.Time         `db:"decided_at"`
+	Comment     *string            `db:"comment"`
+	Required    int                `db:"required"`
+	Decisions   []byte             `db:"decisions"`
+	Changes     []byte             `db:"changes"`
+}
 
-func scanApproval(row pgx.Row) (*Approval, error) {
-	var a Approval
-	var detail, decisions, changes []byte
-	if err := row.Scan(&a.ID, &a.TaskID, &a.StepIdx, &a.Step, &a.Attempt, &a.Kind, &detail, &a.Roles, &a.State,
-		&a.RequestedAt, &a.ExpiresAt, &a.DecidedBy, &a.DecidedAt, &a.Comment, &a.Required, &decisions, &changes); err != nil {
-		return nil, interpretError(err)
+func (r *approvalRow) approval() (*Approval, error) {
+	a := Approval{ID: r.ID, TaskID: r.TaskID, StepIdx: r.StepIdx, Step: r.StepName, Attempt: r.Attempt, Kind: r.Kind,
+		Roles: r.Roles, State: r.State, RequestedAt: r.RequestedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
+		DecidedBy: r.DecidedBy, DecidedAt: r.DecidedAt, Comment: r.Comment, Required: r.Required}
+	if len(r.Detail) > 0 && string(r.Detail) != "{}" {
+		a.Detail = r.Detail
 	}
-	if len(detail) > 0 && string(detail) != "{}" {
-		a.Detail = detail
-	}
-	if err := readApprovalJSON(&a, decisions, changes); err != nil {
+	if err := readApprovalJSON(&a, r.Decisions, r.Changes); err != nil {
 		return nil, err
 	}
-	a.RequestedAt, a.ExpiresAt = a.RequestedAt.UTC(), a.ExpiresAt.UTC()
 	return &a, nil
+}
+
+// approvalOne reads the one approvals row a Query returns (none is ErrNotFound).
+func approvalOne(rows pgx.Rows, err error) (*Approval, error) {
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[approvalRow])
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return r.approval()
 }
 
 // ApprovalLatest returns the newest approval of a task's step, or ErrNotFound.
 func (s *Store) ApprovalLatest(ctx context.Context, taskID string, stepIdx int) (*Approval, error) {
-	return scanApproval(s.pool.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approvals
+	return approvalOne(s.pool.Query(ctx, `SELECT * FROM approvals
 		WHERE task_id = $1 AND step_idx = $2 ORDER BY requested_at DESC, attempt DESC LIMIT 1`, taskID, stepIdx))
 }
 
 // ApprovalList returns a visible task's approvals, oldest first.
 func (s *Store) ApprovalList(ctx context.Context, teamIDs []string, taskID string) ([]Approval, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+approvalColumns+` FROM approvals
+	rows, err := s.pool.Query(ctx, `SELECT * FROM approvals
 		WHERE task_id = $1 AND team_id = ANY($2) ORDER BY requested_at, step_idx`, taskID, teamIDs)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	defer rows.Close()
-	out := []Approval{}
-	for rows.Next() {
-		a, err := scanApproval(rows)
+	rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[approvalRow])
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]Approval, len(rs))
+	for i := range rs {
+		a, err := rs[i].approval()
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, *a)
+		out[i] = *a
 	}
-	return out, interpretError(rows.Err())
+	return out, nil
 }
 
 // ApprovalDecideParams are a person's decision.
@@ -144,7 +175,7 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 		var a *Approval
 		err = ErrNotFound // an id that is not a UUID names no approval
 		if validUUID(p.ApprovalID) {
-			a, err = scanApproval(tx.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = $1 AND task_id = $2 FOR UPDATE`, p.ApprovalID, p.TaskID))
+			a, err = approvalOne(tx.Query(ctx, `SELECT * FROM approvals WHERE id = $1 AND task_id = $2 FOR UPDATE`, p.ApprovalID, p.TaskID))
 		}
 		if errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("%w: the task has no such approval", ErrConflict)

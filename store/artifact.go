@@ -3,21 +3,26 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
-// ArtifactMeta describes a stored artifact.
+// ArtifactMeta describes a stored artifact: an artifacts row, scanned by
+// column name (SELECT *: a new column is a field here).
 type ArtifactMeta struct {
-	ID          string    `json:"id"`
-	TaskID      string    `json:"task_id"`
-	StepIdx     int       `json:"step_index"`
-	Name        string    `json:"name"`
-	ContentType string    `json:"content_type"`
-	Bytes       int64     `json:"bytes"`
-	SHA256      string    `json:"sha256"`
-	Summary     string    `json:"summary"`
-	Excerpt     string    `json:"excerpt"`
-	Truncated   bool      `json:"truncated"`
-	CreatedAt   time.Time `json:"created_at"`
+	ID          string    `json:"id" db:"id"`
+	TaskID      string    `json:"task_id" db:"task_id"`
+	TeamID      string    `json:"-" db:"team_id"`
+	StepIdx     int       `json:"step_index" db:"step_idx"`
+	Name        string    `json:"name" db:"name"`
+	ContentType string    `json:"content_type" db:"content_type"`
+	Bytes       int64     `json:"bytes" db:"bytes"`
+	SHA256      string    `json:"sha256" db:"sha256"`
+	Summary     string    `json:"summary" db:"summary"`
+	Excerpt     string    `json:"excerpt" db:"excerpt"`
+	Truncated   bool      `json:"truncated" db:"truncated"`
+	Complete    bool      `json:"-" db:"complete"`
+	CreatedAt   time.Time `json:"created_at" db:"created_at"`
 }
 
 // ArtifactCreate starts an artifact; chunks follow, then ArtifactFinish.
@@ -43,40 +48,38 @@ func (s *Store) ArtifactFinish(ctx context.Context, m ArtifactMeta) error {
 	return interpretError(err)
 }
 
-const artifactColumns = `id, task_id, step_idx, name, content_type, bytes, sha256, summary, excerpt, truncated, created_at`
-
 // ArtifactGet returns a complete artifact of one of teamIDs.
 func (s *Store) ArtifactGet(ctx context.Context, teamIDs []string, id string) (*ArtifactMeta, error) {
 	if !validUUID(id) {
 		return nil, ErrNotFound
 	}
-	var m ArtifactMeta
-	err := s.pool.QueryRow(ctx, `SELECT `+artifactColumns+` FROM artifacts WHERE id = $1 AND team_id = ANY($2) AND complete`, id, teamIDs).
-		Scan(&m.ID, &m.TaskID, &m.StepIdx, &m.Name, &m.ContentType, &m.Bytes, &m.SHA256, &m.Summary, &m.Excerpt, &m.Truncated, &m.CreatedAt)
+	rows, err := s.pool.Query(ctx, `SELECT * FROM artifacts WHERE id = $1 AND team_id = ANY($2) AND complete`, id, teamIDs)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	m, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[ArtifactMeta])
 	if err != nil {
 		return nil, interpretError(err)
 	}
 	m.CreatedAt = m.CreatedAt.UTC()
-	return &m, nil
+	return m, nil
 }
 
 // ArtifactList returns a visible task's complete artifacts.
 func (s *Store) ArtifactList(ctx context.Context, teamIDs []string, taskID string) ([]ArtifactMeta, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+artifactColumns+` FROM artifacts
+	rows, err := s.pool.Query(ctx, `SELECT * FROM artifacts
 		WHERE task_id = $1 AND team_id = ANY($2) AND complete ORDER BY created_at`, taskID, teamIDs)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	defer rows.Close()
-	out := []ArtifactMeta{}
-	for rows.Next() {
-		var m ArtifactMeta
-		if err := rows.Scan(&m.ID, &m.TaskID, &m.StepIdx, &m.Name, &m.ContentType, &m.Bytes, &m.SHA256, &m.Summary, &m.Excerpt, &m.Truncated, &m.CreatedAt); err != nil {
-			return nil, interpretError(err)
-		}
-		out = append(out, m)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[ArtifactMeta])
+	if err != nil {
+		return nil, interpretError(err)
 	}
-	return out, interpretError(rows.Err())
+	if out == nil {
+		out = []ArtifactMeta{}
+	}
+	return out, nil
 }
 
 // ArtifactChunks calls fn with each chunk in order, one at a time, so a

@@ -68,7 +68,7 @@ func (s *Store) BenchFill(ctx context.Context, p BenchFillParams) error {
 			       (lpad(to_hex((extract(epoch FROM created) * 1000)::bigint), 12, '0') || '7' || substr(md5(i::text), 1, 3)
 			        || '8' || substr(md5(i::text), 4, 15))::uuid AS id,
 			       CASE WHEN state = 'pending' THEN NULL ELSE created + interval '2 seconds' END AS started,
-			       CASE WHEN state IN ('completed', 'failed', 'cancelled') THEN created + interval '2 seconds' + run + waited END AS finished
+			       CASE WHEN state IN `+terminalStates+` THEN created + interval '2 seconds' + run + waited END AS finished
 			FROM spec
 		), ins AS (
 			INSERT INTO tasks (id, team_id, created_by, kind, pipeline, params, state, attempt, created_at, started_at, finished_at,

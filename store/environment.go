@@ -78,7 +78,7 @@ func (s *Store) EnvironmentList(ctx context.Context, p EnvironmentListParams) ([
 				array_agg(id ORDER BY priority, created_at, id) FILTER (WHERE state IN ('pending', 'scheduled')) AS waiting_ids
 			FROM tasks
 			WHERE team_id = e.team_id AND pipeline = e.pipeline AND target_key = e.target_key
-				AND state NOT IN ('completed', 'failed', 'cancelled')) u
+				AND state NOT IN `+terminalStates+`) u
 		WHERE e.team_id = ANY($1) AND ($2 = '' OR e.pipeline = $2) AND ($3 = '' OR e.target_key = $3)
 		ORDER BY e.pipeline, e.target_key, tm.name`,
 		p.TeamIDs, p.Pipeline, p.TargetKey, p.History)

@@ -217,7 +217,7 @@ func (s *Store) LocalEffectPrune(ctx context.Context, olderThan time.Duration, l
 				AND NOT EXISTS (
 					SELECT 1 FROM tasks t
 					WHERE t.id = e.task_id
-						AND (t.state NOT IN ('completed', 'failed', 'cancelled') OR t.finished_at IS NULL
+						AND (t.state NOT IN `+terminalStates+` OR t.finished_at IS NULL
 							OR t.finished_at >= now() - make_interval(secs => $1)))
 			LIMIT $2
 			FOR UPDATE OF e SKIP LOCKED)`, olderThan.Seconds(), limit)

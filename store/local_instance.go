@@ -9,31 +9,40 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// LocalInstance is a row of local_instances: one demo-app process.
+// LocalInstance is a row of local_instances: one demo-app process. Rows
+// are scanned by column name (SELECT *: a new column is a field here).
 type LocalInstance struct {
-	ID         string
-	TeamID     string
-	Host       string
-	Version    string
-	PID        int
-	Port       int
-	Node       string
-	State      string // starting | running | stopped | failed
-	PreviousID string
-	Key        string
-	CreatedAt  time.Time
+	ID         string     `db:"id"`
+	TeamID     string     `db:"team_id"`
+	Host       string     `db:"host"`
+	Version    string     `db:"version"`
+	PID        int        `db:"pid"`
+	Port       int        `db:"port"`
+	Node       string     `db:"node"`
+	State      string     `db:"state"` // starting | running | stopped | failed
+	PreviousID *string    `db:"previous_id"`
+	Key        string     `db:"idempotency_key"`
+	CreatedAt  time.Time  `db:"created_at"`
+	UpdatedAt  time.Time  `db:"updated_at"`
+	StoppedAt  *time.Time `db:"stopped_at"`
 }
 
-const localInstanceColumns = `id, team_id, host, version, pid, port, node, state, coalesce(previous_id::text, ''), idempotency_key, created_at`
-
-func scanLocalInstance(row pgx.Row) (*LocalInstance, error) {
-	var i LocalInstance
-	var pid, port int32
-	if err := row.Scan(&i.ID, &i.TeamID, &i.Host, &i.Version, &pid, &port, &i.Node, &i.State, &i.PreviousID, &i.Key, &i.CreatedAt); err != nil {
+// localInstances reads the local_instances rows a Query returns.
+func localInstances(rows pgx.Rows, err error) ([]LocalInstance, error) {
+	if err != nil {
 		return nil, interpretError(err)
 	}
-	i.PID, i.Port = int(pid), int(port)
-	return &i, nil
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[LocalInstance])
+	return out, interpretError(err)
+}
+
+// localInstanceOne reads the one row a Query returns (none is ErrNotFound).
+func localInstanceOne(rows pgx.Rows, err error) (*LocalInstance, error) {
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	i, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[LocalInstance])
+	return i, interpretError(err)
 }
 
 // LocalInstanceBeginParams describe an instance about to be started.
@@ -71,7 +80,7 @@ func (s *Store) LocalInstanceBegin(ctx context.Context, p LocalInstanceBeginPara
 		if err != nil {
 			return interpretError(err)
 		}
-		inst, err = scanLocalInstance(tx.QueryRow(ctx, `SELECT `+localInstanceColumns+` FROM local_instances WHERE idempotency_key = $1`, p.Key))
+		inst, err = localInstanceOne(tx.Query(ctx, `SELECT * FROM local_instances WHERE idempotency_key = $1`, p.Key))
 		return err
 	})
 	return inst, err
@@ -82,12 +91,12 @@ func (s *Store) LocalInstanceGet(ctx context.Context, id string) (*LocalInstance
 	if !validUUID(id) {
 		return nil, ErrNotFound
 	}
-	return scanLocalInstance(s.pool.QueryRow(ctx, `SELECT `+localInstanceColumns+` FROM local_instances WHERE id = $1`, id))
+	return localInstanceOne(s.pool.Query(ctx, `SELECT * FROM local_instances WHERE id = $1`, id))
 }
 
 // LocalInstanceGetByKey returns the instance an instance_start with key made.
 func (s *Store) LocalInstanceGetByKey(ctx context.Context, key string) (*LocalInstance, error) {
-	return scanLocalInstance(s.pool.QueryRow(ctx, `SELECT `+localInstanceColumns+` FROM local_instances WHERE idempotency_key = $1`, key))
+	return localInstanceOne(s.pool.Query(ctx, `SELECT * FROM local_instances WHERE idempotency_key = $1`, key))
 }
 
 // LocalInstanceSetProcess records the process of an instance (pid, port,
@@ -118,7 +127,7 @@ func (s *Store) LocalInstanceActivate(ctx context.Context, id string, eff LocalE
 	var act LocalActivation
 	var stale []LocalInstance
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		inst, err := scanLocalInstance(tx.QueryRow(ctx, `SELECT `+localInstanceColumns+` FROM local_instances WHERE id = $1 FOR UPDATE`, id))
+		inst, err := localInstanceOne(tx.Query(ctx, `SELECT * FROM local_instances WHERE id = $1 FOR UPDATE`, id))
 		if err != nil {
 			return err
 		}
@@ -142,21 +151,10 @@ func (s *Store) LocalInstanceActivate(ctx context.Context, id string, eff LocalE
 		if prev != nil {
 			act.PreviousID = *prev
 		}
-		rows, err := tx.Query(ctx, `SELECT `+localInstanceColumns+` FROM local_instances
-			WHERE host = $1 AND node = $2 AND state = 'running' AND id <> $3 AND id IS DISTINCT FROM $4::uuid`, inst.Host, inst.Node, id, prev)
+		stale, err = localInstances(tx.Query(ctx, `SELECT * FROM local_instances
+			WHERE host = $1 AND node = $2 AND state = 'running' AND id <> $3 AND id IS DISTINCT FROM $4::uuid`, inst.Host, inst.Node, id, prev))
 		if err != nil {
-			return interpretError(err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			o, err := scanLocalInstance(rows)
-			if err != nil {
-				return err
-			}
-			stale = append(stale, *o)
-		}
-		if err := rows.Err(); err != nil {
-			return interpretError(err)
+			return err
 		}
 		return localEffectRecord(ctx, tx, eff, act)
 	})
@@ -184,21 +182,8 @@ func (s *Store) LocalInstanceStopped(ctx context.Context, stop LocalStop, eff Lo
 // LocalInstanceListByNode lists the instances on node in one of states,
 // oldest first (crash recovery).
 func (s *Store) LocalInstanceListByNode(ctx context.Context, node string, states ...string) ([]LocalInstance, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+localInstanceColumns+` FROM local_instances
-		WHERE node = $1 AND state = ANY($2) ORDER BY created_at`, node, states)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	defer rows.Close()
-	var out []LocalInstance
-	for rows.Next() {
-		i, err := scanLocalInstance(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *i)
-	}
-	return out, interpretError(rows.Err())
+	return localInstances(s.pool.Query(ctx, `SELECT * FROM local_instances
+		WHERE node = $1 AND state = ANY($2) ORDER BY created_at`, node, states))
 }
 
 // LocalInstanceIsCurrent reports whether id is its route's current instance.
@@ -225,19 +210,6 @@ func (s *Store) LocalInstanceReplaceProcess(ctx context.Context, id string, oldP
 // no attempt touching them for longer than idle (by the database clock):
 // starts whose worker died and whose task did not come back for them.
 func (s *Store) LocalInstanceListAbandoned(ctx context.Context, node string, idle time.Duration) ([]LocalInstance, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+localInstanceColumns+` FROM local_instances
-		WHERE node = $1 AND state = 'starting' AND updated_at < now() - make_interval(secs => $2) ORDER BY created_at`, node, idle.Seconds())
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	defer rows.Close()
-	var out []LocalInstance
-	for rows.Next() {
-		i, err := scanLocalInstance(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *i)
-	}
-	return out, interpretError(rows.Err())
+	return localInstances(s.pool.Query(ctx, `SELECT * FROM local_instances
+		WHERE node = $1 AND state = 'starting' AND updated_at < now() - make_interval(secs => $2) ORDER BY created_at`, node, idle.Seconds()))
 }

@@ -10,56 +10,32 @@ import (
 	"flightdeck/workflow/task"
 )
 
-// StepRow is a step's persisted state.
+// StepRow is a step's persisted state: a task_steps row, scanned by
+// column name (SELECT *: a new column is a field here).
 type StepRow struct {
-	Idx                 int             `json:"idx"`
-	Name                string          `json:"name"`
-	State               task.StepState  `json:"state"`
-	Attempt             int             `json:"attempt"`
-	IdempotencyKey      string          `json:"idempotency_key"`
-	Output              json.RawMessage `json:"output"`
-	Error               *string         `json:"error"`
-	StartedAt           *time.Time      `json:"started_at"`
-	FinishedAt          *time.Time      `json:"finished_at"`
-	CompensationAttempt int             `json:"compensation_attempt"`
-	CompensatedAt       *time.Time      `json:"compensated_at"` // when its undo ended (undone or failed for good)
+	TaskID              string          `json:"-" db:"task_id"`
+	Idx                 int             `json:"idx" db:"idx"`
+	Name                string          `json:"name" db:"name"`
+	State               task.StepState  `json:"state" db:"state"`
+	Attempt             int             `json:"attempt" db:"attempt"`
+	IdempotencyKey      string          `json:"idempotency_key" db:"idempotency_key"`
+	Output              json.RawMessage `json:"output" db:"output"`
+	Error               *string         `json:"error" db:"error"`
+	StartedAt           *time.Time      `json:"started_at" db:"started_at"`
+	FinishedAt          *time.Time      `json:"finished_at" db:"finished_at"`
+	CompensationAttempt int             `json:"compensation_attempt" db:"compensation_attempt"`
+	CompensatedAt       *time.Time      `json:"compensated_at" db:"compensated_at"` // when its undo ended (undone or failed for good)
 }
-
-const stepColumns = `idx, name, state, attempt, idempotency_key, output, error, started_at, finished_at, compensation_attempt, compensated_at`
 
 // StepList returns a task's steps in order (no team check: callers either
 // hold the task's lease or checked access already).
 func (s *Store) StepList(ctx context.Context, taskID string) ([]StepRow, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+stepColumns+` FROM task_steps WHERE task_id = $1 ORDER BY idx`, taskID)
+	rows, err := s.pool.Query(ctx, `SELECT * FROM task_steps WHERE task_id = $1 ORDER BY idx`, taskID)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	return scanSteps(rows)
-}
-
-func scanSteps(rows pgx.Rows) ([]StepRow, error) {
-	defer rows.Close()
-	var out []StepRow
-	for rows.Next() {
-		var r StepRow
-		var idx, attempt, compAttempt *int
-		var name, state, key *string
-		var output []byte
-		if err := rows.Scan(&idx, &name, &state, &attempt, &key, &output, &r.Error,
-			&r.StartedAt, &r.FinishedAt, &compAttempt, &r.CompensatedAt); err != nil {
-			return nil, interpretError(err)
-		}
-		if idx == nil { // the "lease lost" marker row
-			out = append(out, StepRow{})
-			continue
-		}
-		r.Idx, r.Name, r.State, r.Attempt, r.IdempotencyKey, r.CompensationAttempt = *idx, *name, task.StepState(*state), *attempt, *key, *compAttempt
-		if len(output) > 0 {
-			r.Output = output
-		}
-		out = append(out, r)
-	}
-	return out, interpretError(rows.Err())
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[StepRow])
+	return out, interpretError(err)
 }
 
 // StepSave is a step row as its worker holds it, written whole with the

@@ -12,20 +12,20 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"flightdeck/internal/wake"
+	"flightdeck/internal/notify"
 )
 
 // Store is the database handle every service shares.
 type Store struct {
 	pool  *pgxpool.Pool
-	wake  *wake.Bus
+	wake  *notify.Bus
 	names *names
 }
 
 // New wraps a pool.
 func New(pool *pgxpool.Pool) *Store {
 	s := &Store{pool: pool, names: &names{}}
-	s.wake = wake.NewBus(s.sendNotifications)
+	s.wake = notify.NewBus(s.sendNotifications)
 	return s
 }
 

@@ -14,64 +14,97 @@ import (
 	"flightdeck/workflow/task"
 )
 
-// taskColumns are read by scanTask; the FROM must alias tasks t, teams tm and users u.
-const taskColumns = `t.id, t.team_id, tm.name, t.kind, t.pipeline, t.params, t.prompt, t.priority, t.state,
-	t.attempt, t.max_attempts, t.created_by, u.email, t.created_at, t.started_at, t.finished_at, t.deadline_at,
-	t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total,
-	(SELECT h.task_id FROM concurrency_holds h
-		WHERE t.state = 'pending' AND h.team_id = t.team_id AND h.key = t.concurrency_key AND h.task_id <> t.id),
-	t.rerun_of, t.pause_requested_at IS NOT NULL AND t.state IN ('running', 'pending'), t.failed_step, t.decision_expires_at,
-	t.environment, CASE WHEN t.state = 'scheduled' THEN t.run_after END, t.promoted_from, t.override`
+// taskRow is a task as reads select it: a task_reads row (migration
+// 00037), or the claim's columns of the same names. Rows are scanned by
+// column name (pgx.RowToStructByName), so a query lists what it reads in
+// any order and a new column is a field here and a column there.
+type taskRow struct {
+	ID                string     `db:"id"`
+	TeamID            string     `db:"team_id"`
+	Team              string     `db:"team"`
+	Kind              string     `db:"kind"`
+	Pipeline          string     `db:"pipeline"`
+	Params            []byte     `db:"params"`
+	Prompt            string     `db:"prompt"`
+	Priority          int16      `db:"priority"`
+	State             string     `db:"state"`
+	Attempt           int        `db:"attempt"`
+	MaxAttempts       int        `db:"max_attempts"`
+	CreatedBy         string     `db:"created_by"`
+	CreatedByEmail    string     `db:"created_by_email"`
+	CreatedAt         time.Time  `db:"created_at"`
+	StartedAt         *time.Time `db:"started_at"`
+	FinishedAt        *time.Time `db:"finished_at"`
+	DeadlineAt        *time.Time `db:"deadline_at"`
+	CancelRequested   bool       `db:"cancel_requested"`
+	Error             *string    `db:"error"`
+	Result            []byte     `db:"result"`
+	LastSeq           int        `db:"last_seq"`
+	ProgressStep      int        `db:"progress_step"`
+	ProgressTotal     int        `db:"progress_total"`
+	BlockedBy         *string    `db:"blocked_by"`
+	RerunOf           *string    `db:"rerun_of"`
+	PauseRequested    bool       `db:"pause_requested"`
+	FailedStep        []byte     `db:"failed_step"`
+	DecisionExpiresAt *time.Time `db:"decision_expires_at"`
+	Environment       *string    `db:"environment"`
+	RunAt             *time.Time `db:"run_at"`
+	PromotedFrom      *string    `db:"promoted_from"`
+	Override          []byte     `db:"override"`
+}
 
-const taskFrom = `FROM tasks t JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by`
-
-func scanTask(row pgx.Row) (*task.Task, error) { return scanTaskWith(row, nil) }
-
-// scanTaskWith scans taskColumns followed by the columns extra points into.
-func scanTaskWith(row pgx.Row, extra func(*task.Task) []any) (*task.Task, error) {
-	var t task.Task
-	var params, result, failedStep, override []byte
-	var kind, state string
-	var env *string
-	var prio int16
-	dest := make([]any, 0, 44) // room for extra's columns: one allocation
-	dest = append(dest, &t.ID, &t.TeamID, &t.Team, &kind, &t.Pipeline, &params, &t.Prompt, &prio, &state,
-		&t.Attempt, &t.MaxAttempts, &t.CreatedByID, &t.CreatedBy, &t.CreatedAt, &t.StartedAt, &t.FinishedAt,
-		&t.DeadlineAt, &t.CancelRequested, &t.Error, &result, &t.LastSeq, &t.Progress.Step, &t.Progress.TotalStep, &t.BlockedBy, &t.RerunOf,
-		&t.PauseRequested, &failedStep, &t.DecisionExpiresAt, &env, &t.RunAt, &t.PromotedFrom, &override)
-	if extra != nil {
-		dest = append(dest, extra(&t)...)
+// task makes the row a task.Task.
+func (r *taskRow) task() (*task.Task, error) {
+	t := task.Task{ID: r.ID, TeamID: r.TeamID, Team: r.Team, Kind: task.Kind(r.Kind), Pipeline: r.Pipeline,
+		Params: json.RawMessage(r.Params), Prompt: r.Prompt, Priority: task.Priority(r.Priority), State: task.State(r.State),
+		Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, CreatedByID: r.CreatedBy, CreatedBy: r.CreatedByEmail,
+		CreatedAt: r.CreatedAt.UTC(), StartedAt: utcPtr(r.StartedAt), FinishedAt: utcPtr(r.FinishedAt),
+		DeadlineAt: utcPtr(r.DeadlineAt), CancelRequested: r.CancelRequested, Error: r.Error, LastSeq: r.LastSeq,
+		Progress: task.Progress{Step: r.ProgressStep, TotalStep: r.ProgressTotal}, BlockedBy: r.BlockedBy,
+		RerunOf: r.RerunOf, PauseRequested: r.PauseRequested, DecisionExpiresAt: utcPtr(r.DecisionExpiresAt),
+		RunAt: utcPtr(r.RunAt), PromotedFrom: r.PromotedFrom}
+	if r.Environment != nil {
+		t.Environment = *r.Environment
 	}
-	if err := row.Scan(dest...); err != nil {
-		return nil, interpretError(err)
+	if len(r.Override) > 0 {
+		t.Override = json.RawMessage(r.Override)
 	}
-	t.Kind, t.State, t.Priority = task.Kind(kind), task.State(state), task.Priority(prio)
-	t.Params = json.RawMessage(params)
-	if env != nil {
-		t.Environment = *env
+	if len(r.Result) > 0 {
+		t.Result = json.RawMessage(r.Result)
 	}
-	if len(override) > 0 {
-		t.Override = json.RawMessage(override)
-	}
-	if len(result) > 0 {
-		t.Result = json.RawMessage(result)
-	}
-	if len(failedStep) > 0 {
+	if len(r.FailedStep) > 0 {
 		t.FailedStep = new(task.FailedStep)
-		if err := json.Unmarshal(failedStep, t.FailedStep); err != nil {
+		if err := json.Unmarshal(r.FailedStep, t.FailedStep); err != nil {
 			return nil, fmt.Errorf("error reading the failed step of task %s: %w", t.ID, err)
 		}
 	}
 	if t.Progress.TotalStep > 0 {
 		t.Progress.Percent = min(100, 100*t.Progress.Step/t.Progress.TotalStep)
 	}
-	utc(&t.CreatedAt)
-	for _, p := range []*time.Time{t.StartedAt, t.FinishedAt, t.DeadlineAt, t.DecisionExpiresAt, t.RunAt} {
-		if p != nil {
-			utc(p)
+	return &t, nil
+}
+
+// collectTasks scans task_reads rows by name.
+func collectTasks(rows pgx.Rows) ([]*task.Task, error) {
+	trs, err := pgx.CollectRows(rows, pgx.RowToStructByName[taskRow])
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]*task.Task, len(trs))
+	for i := range trs {
+		if out[i], err = trs[i].task(); err != nil {
+			return nil, err
 		}
 	}
-	return &t, nil
+	return out, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 func utc(t *time.Time) { *t = t.UTC() }
@@ -82,8 +115,18 @@ func (s *Store) TaskGet(ctx context.Context, teamIDs []string, id string) (*task
 	if !validUUID(id) {
 		return nil, ErrNotFound
 	}
-	row := s.pool.QueryRow(ctx, `SELECT `+taskColumns+` `+taskFrom+` WHERE t.id = $1 AND t.team_id = ANY($2)`, id, teamIDs)
-	return scanTask(row)
+	rows, err := s.pool.Query(ctx, `SELECT * FROM task_reads WHERE id = $1 AND team_id = ANY($2)`, id, teamIDs)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	ts, err := collectTasks(rows)
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) == 0 {
+		return nil, ErrNotFound
+	}
+	return ts[0], nil
 }
 
 // TaskGetMany loads the tasks of ids that belong to one of teamIDs, in the
@@ -100,25 +143,13 @@ func (s *Store) TaskGetMany(ctx context.Context, teamIDs, ids []string) ([]*task
 	if len(valid) == 0 || len(teamIDs) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` `+taskFrom+`
+	rows, err := s.pool.Query(ctx, `SELECT t.* FROM task_reads t
 		JOIN unnest($1::uuid[]) WITH ORDINALITY AS want(id, ord) ON want.id = t.id
 		WHERE t.team_id = ANY($2) ORDER BY want.ord`, valid, teamIDs)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	defer rows.Close()
-	var out []*task.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError(err)
-	}
-	return out, nil
+	return collectTasks(rows)
 }
 
 // TaskSecretParams returns the real values of a task's secret params
@@ -208,10 +239,9 @@ func (s *Store) TaskList(ctx context.Context, p TaskListParams) ([]*task.Task, s
 		finishedAfter = pgtype.Timestamptz{Time: p.FinishedAfter, Valid: true}
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+taskColumns+`
-		FROM (SELECT DISTINCT unnest($1::uuid[]) AS id) team CROSS JOIN unnest($2::text[]) AS st(state)
+		SELECT r.* FROM (SELECT DISTINCT unnest($1::uuid[]) AS id) team CROSS JOIN unnest($2::text[]) AS st(state)
 		CROSS JOIN LATERAL (
-			SELECT * FROM tasks t
+			SELECT t.id FROM tasks t
 			WHERE t.team_id = team.id AND t.state = st.state
 				AND ($3::text = '' OR t.kind = $3)
 				AND ($4::text = '' OR t.pipeline = $4)
@@ -227,24 +257,16 @@ func (s *Store) TaskList(ctx context.Context, p TaskListParams) ([]*task.Task, s
 				AND ($8::timestamptz = 'infinity' OR t.finished_at < $8)
 				AND (t.created_at, t.id) < ($9::timestamptz, $10::uuid)
 			ORDER BY t.created_at DESC, t.id DESC LIMIT $11) t
-		JOIN teams tm ON tm.id = t.team_id JOIN users u ON u.id = t.created_by
-		ORDER BY t.created_at DESC, t.id DESC LIMIT $11`,
+		JOIN task_reads r ON r.id = t.id
+		ORDER BY r.created_at DESC, r.id DESC LIMIT $11`,
 		p.TeamIDs, states, p.Kind, p.Pipeline, p.CreatedBy, int16(p.Priority), finishedAfter, finishedBefore,
 		before.At, before.ID, limit+1)
 	if err != nil {
 		return nil, "", interpretError(err)
 	}
-	defer rows.Close()
-	var out []*task.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", interpretError(err)
+	out, err := collectTasks(rows)
+	if err != nil {
+		return nil, "", err
 	}
 	next := ""
 	if len(out) > limit {

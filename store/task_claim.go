@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"flightdeck/workflow/task"
 )
 
@@ -37,7 +39,7 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			-- order; a task whose concurrency key another task holds waits
 			-- (holding no worker, and holding back no task of another key)
 			SELECT id, team_id, concurrency_key, priority, created_at FROM tasks t
-			WHERE lease_owner IS NULL AND state IN ('pending', 'compensating')
+			WHERE lease_owner IS NULL AND state IN `+claimableStates+`
 				AND (concurrency_key IS NULL OR NOT EXISTS (SELECT 1 FROM concurrency_holds h
 					WHERE h.team_id = t.team_id AND h.key = t.concurrency_key AND h.task_id <> t.id))
 			ORDER BY priority, created_at, id
@@ -54,7 +56,7 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			WHERE n = 1 AND NOT EXISTS (
 				SELECT 1 FROM tasks e
 				WHERE e.team_id = x.team_id AND e.concurrency_key = x.concurrency_key
-					AND e.state IN ('pending', 'compensating') AND e.lease_owner IS NULL
+					AND e.state IN `+claimableStates+` AND e.lease_owner IS NULL
 					AND (e.priority, e.created_at, e.id) < (x.priority, x.created_at, x.id)
 					AND NOT EXISTS (SELECT 1 FROM concurrency_holds h
 						WHERE h.team_id = e.team_id AND h.key = e.concurrency_key AND h.task_id <> e.id))
@@ -80,38 +82,37 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			FROM picked WHERE t.id = picked.id
 			RETURNING t.*
 		)
-		SELECT t.id, t.team_id, '', t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}'), t.prompt, t.priority,
-			t.state, t.attempt, t.max_attempts, t.created_by, '', t.created_at, t.started_at, t.finished_at, t.deadline_at,
-			t.cancel_requested_at IS NOT NULL, t.error, t.result, t.last_seq, t.progress_step, t.progress_total, NULL, t.rerun_of,
-			t.pause_requested_at IS NOT NULL, t.failed_step, t.decision_expires_at,
-			t.environment, NULL::timestamptz, t.promoted_from, t.override, t.lease_token, COALESCE(t.traceparent, ''),
-			st.idx, st.name, st.state, st.attempt, st.key, st.output, st.error, st.started_at, st.finished_at, st.comp_attempt, st.compensated_at
+		SELECT t.id, t.team_id, t.kind, t.pipeline, t.params || COALESCE(t.secret_params, '{}') AS params, t.prompt,
+			t.priority, t.state, t.attempt, t.max_attempts, t.created_by, t.created_at, t.started_at, t.finished_at,
+			t.deadline_at, t.cancel_requested_at IS NOT NULL AS cancel_requested, t.error, t.result, t.last_seq,
+			t.progress_step, t.progress_total, t.rerun_of, t.pause_requested_at IS NOT NULL AS pause_requested,
+			t.failed_step, t.decision_expires_at, t.environment, t.promoted_from, t.override, t.lease_token,
+			COALESCE(t.traceparent, '') AS traceparent, st.*
 		FROM claimed t -- team names and emails come from s.names
 		-- the step rows as parallel arrays, in step order (the primary key's)
-		LEFT JOIN LATERAL (SELECT array_agg(s.idx) AS idx, array_agg(s.name) AS name, array_agg(s.state) AS state,
-				array_agg(s.attempt) AS attempt, array_agg(s.idempotency_key) AS key, array_agg(s.output) AS output,
-				array_agg(s.error) AS error, array_agg(s.started_at) AS started_at, array_agg(s.finished_at) AS finished_at,
-				array_agg(s.compensation_attempt) AS comp_attempt, array_agg(s.compensated_at) AS compensated_at
+		LEFT JOIN LATERAL (SELECT array_agg(s.idx) AS step_idx, array_agg(s.name) AS step_name,
+				array_agg(s.state) AS step_state, array_agg(s.attempt) AS step_attempt,
+				array_agg(s.idempotency_key) AS step_key, array_agg(s.output) AS step_output,
+				array_agg(s.error) AS step_error, array_agg(s.started_at) AS step_started_at,
+				array_agg(s.finished_at) AS step_finished_at, array_agg(s.compensation_attempt) AS step_comp_attempt,
+				array_agg(s.compensated_at) AS step_compensated_at
 			FROM (SELECT * FROM task_steps s WHERE s.task_id = t.id ORDER BY s.idx) s) st ON true
 		ORDER BY t.priority, t.created_at, t.id`, owner, limit, lease.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("error claiming tasks: %w", interpretError(err))
 	}
-	defer rows.Close()
-	var out []Claimed
-	for rows.Next() {
-		var tp string
-		var sa stepColumnsArrays
-		t, err := scanTaskWith(rows, func(t *task.Task) []any {
-			return append([]any{&t.LeaseToken, &tp}, sa.dest()...)
-		})
+	crs, err := pgx.CollectRows(rows, pgx.RowToStructByNameLax[claimRow])
+	if err != nil {
+		return nil, fmt.Errorf("error claiming tasks: %w", interpretError(err))
+	}
+	out := make([]Claimed, len(crs))
+	for i := range crs {
+		t, err := crs[i].task()
 		if err != nil {
 			return nil, fmt.Errorf("error claiming tasks: %w", err)
 		}
-		out = append(out, Claimed{Task: t, Traceparent: tp, Steps: sa.rows()})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error claiming tasks: %w", interpretError(err))
+		t.LeaseToken = crs[i].LeaseToken
+		out[i] = Claimed{Task: t, Traceparent: crs[i].Traceparent, Steps: crs[i].rows()}
 	}
 	if len(out) == 0 {
 		return nil, nil
@@ -126,32 +127,44 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 	return out, nil
 }
 
+// claimRow is a claimed task's row: its columns (all of taskRow's but the
+// team's name and the creator's email, which come from s.names), its lease
+// and its step rows. Lax: the claim does not read every taskRow column.
+type claimRow struct {
+	taskRow
+	LeaseToken  string `db:"lease_token"`
+	Traceparent string `db:"traceparent"`
+	stepColumnsArrays
+}
+
 // stepColumnsArrays receives step rows as one array per column (a claim's
 // lateral array_agg): cheaper to build and read than a JSON object per row.
 type stepColumnsArrays struct {
-	idx, attempt, compAttempt []int32
-	name, state, key          []string
-	output                    [][]byte
-	errs                      []*string
-	started, finished, comped []*time.Time
-}
-
-func (a *stepColumnsArrays) dest() []any {
-	return []any{&a.idx, &a.name, &a.state, &a.attempt, &a.key, &a.output, &a.errs, &a.started, &a.finished, &a.compAttempt, &a.comped}
+	Idx         []int32      `db:"step_idx"`
+	Name        []string     `db:"step_name"`
+	State       []string     `db:"step_state"`
+	Attempt     []int32      `db:"step_attempt"`
+	Key         []string     `db:"step_key"`
+	Output      [][]byte     `db:"step_output"`
+	Errs        []*string    `db:"step_error"`
+	Started     []*time.Time `db:"step_started_at"`
+	Finished    []*time.Time `db:"step_finished_at"`
+	CompAttempt []int32      `db:"step_comp_attempt"`
+	Comped      []*time.Time `db:"step_compensated_at"`
 }
 
 // rows zips the arrays back into rows (nil for a task without any).
 func (a *stepColumnsArrays) rows() []StepRow {
-	if len(a.idx) == 0 {
+	if len(a.Idx) == 0 {
 		return nil
 	}
-	out := make([]StepRow, len(a.idx))
+	out := make([]StepRow, len(a.Idx))
 	for i := range out {
-		out[i] = StepRow{Idx: int(a.idx[i]), Name: a.name[i], State: task.StepState(a.state[i]), Attempt: int(a.attempt[i]),
-			IdempotencyKey: a.key[i], Error: a.errs[i], StartedAt: a.started[i], FinishedAt: a.finished[i],
-			CompensationAttempt: int(a.compAttempt[i]), CompensatedAt: a.comped[i]}
-		if len(a.output[i]) > 0 {
-			out[i].Output = a.output[i]
+		out[i] = StepRow{Idx: int(a.Idx[i]), Name: a.Name[i], State: task.StepState(a.State[i]), Attempt: int(a.Attempt[i]),
+			IdempotencyKey: a.Key[i], Error: a.Errs[i], StartedAt: a.Started[i], FinishedAt: a.Finished[i],
+			CompensationAttempt: int(a.CompAttempt[i]), CompensatedAt: a.Comped[i]}
+		if len(a.Output[i]) > 0 {
+			out[i].Output = a.Output[i]
 		}
 		for _, p := range []*time.Time{out[i].StartedAt, out[i].FinishedAt, out[i].CompensatedAt} {
 			if p != nil {

@@ -151,11 +151,16 @@ func TestTaskWritesApplyOnceWhenRetried(t *testing.T) {
 	require.Len(t, claimed, 1)
 	token := claimed[0].Task.LeaseToken
 	ev := task.Event{Type: task.EventStepLog, Status: task.StatusLog, Message: "once"}
+	// the writer's second and later tries say so
+	retry := func(w store.TaskWrite) store.TaskWrite { w.Retried = true; return w }
 
 	progress := store.TaskWrite{ID: tk.ID, Token: token, WriteID: store.NewTaskID(), Events: []task.Event{ev}}
 	first, err := st.TaskWrites(ctx, []store.TaskWrite{progress})
 	require.NoError(t, err)
-	again, err := st.TaskWrites(ctx, []store.TaskWrite{progress})
+	unsaid, err := st.TaskWrites(ctx, []store.TaskWrite{progress})
+	require.NoError(t, err)
+	require.Empty(t, unsaid, "not said to be a retry: not looked for, and not applied twice")
+	again, err := st.TaskWrites(ctx, []store.TaskWrite{retry(progress)})
 	require.NoError(t, err)
 	require.Equal(t, first, again, "the retry is answered as the first try")
 	evs, err := st.EventList(ctx, u.TeamIDs(), tk.ID, 0, 0)
@@ -167,7 +172,7 @@ func TestTaskWritesApplyOnceWhenRetried(t *testing.T) {
 	first, err = st.TaskWrites(ctx, []store.TaskWrite{done})
 	require.NoError(t, err)
 	require.Equal(t, task.StateCompleted, first[tk.ID].State)
-	again, err = st.TaskWrites(ctx, []store.TaskWrite{done})
+	again, err = st.TaskWrites(ctx, []store.TaskWrite{retry(done)})
 	require.NoError(t, err)
 	require.Equal(t, first, again, "the lease is gone, but the retry is the write that released it")
 	evs, err = st.EventList(ctx, u.TeamIDs(), tk.ID, 0, 0)
@@ -198,7 +203,7 @@ func TestTaskWritesApplyOnceWhenRetried(t *testing.T) {
 	first, err = st.TaskWrites(ctx, []store.TaskWrite{park})
 	require.NoError(t, err)
 	require.Len(t, first, 1)
-	again, err = st.TaskWrites(ctx, []store.TaskWrite{park})
+	again, err = st.TaskWrites(ctx, []store.TaskWrite{retry(park)})
 	require.NoError(t, err)
 	require.Equal(t, first, again)
 	aps, err := st.ApprovalList(ctx, u.TeamIDs(), parked.ID)

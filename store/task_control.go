@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"flightdeck/internal/wake"
+	"flightdeck/internal/notify"
 	"flightdeck/workflow/task"
 )
 
@@ -73,7 +73,7 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCancelled, Message: "Cancel requested by " + actor, Data: data}}); err != nil {
 				return err
 			}
-			noteTx(tx, wake.Notes{Cancel: []string{id}})
+			noteTx(tx, notify.Notes{Cancel: []string{id}})
 			return nil
 		case st == task.StateCompensating || st == task.StateNeedsAttention:
 			return ErrConflict // already undoing its steps

@@ -479,7 +479,7 @@ func (s *Store) RollupRebuild(ctx context.Context, teamID string) error {
 				COALESCE(target_key, '') AS target_key,
 				pipeline || ' ' || COALESCE(target_key, concurrency_key, (params - 'version')::text) AS restore_target,
 				params::text AS params
-			FROM tasks WHERE team_id = $1 AND state IN ('completed', 'failed', 'cancelled') AND finished_at IS NOT NULL
+			FROM tasks WHERE team_id = $1 AND state IN `+terminalStates+` AND finished_at IS NOT NULL
 			ORDER BY finished_at, id`, teamID)
 		if err != nil {
 			return interpretError(err)

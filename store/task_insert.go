@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"flightdeck/internal/wake"
+	"flightdeck/internal/notify"
 	"flightdeck/workflow/task"
 )
 
@@ -79,6 +79,10 @@ type TaskInsertParams struct {
 	// the task TaskInsert answers when it cannot read the new task back;
 	// "" leaves them empty there.
 	Team, CreatedBy string
+
+	// cancelled is why the task is cancelled as it is inserted
+	// (task.CancelledOnSubmit), "" for none: set by taskInsertLocked.
+	cancelled string
 }
 
 // ReviewersParams are an environment's reviewers of a new deploy: one
@@ -114,7 +118,7 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 	var id string
 	var res insertResult
 	for try := 0; ; try++ {
-		if p.MaxPending > 0 || p.ConcurrencyPolicy == "cancel_newest" {
+		if p.MaxPending > 0 || p.ConcurrencyPolicy == task.PolicyCancelNewest {
 			res, err = s.taskInsertLocked(ctx, p)
 		} else {
 			res, err = s.taskInsertOnce(ctx, s.pool, p)
@@ -143,7 +147,7 @@ func (s *Store) TaskInsert(ctx context.Context, p TaskInsertParams) (t *task.Tas
 	}
 	if created {
 		select {
-		case <-s.wake.Send(wake.Notes{Ready: true, Events: []wake.TaskSeq{{ID: id, Seq: max(1, res.lastSeq)}}}):
+		case <-s.wake.Send(notify.Notes{Ready: true, Events: []notify.TaskSeq{{ID: id, Seq: max(1, res.lastSeq)}}}):
 		case <-ctx.Done():
 		}
 		if p.ConcurrencyKey != "" && p.ConcurrencyPolicy == "cancel_in_progress" {
@@ -226,13 +230,28 @@ func (r insertResult) task(p TaskInsertParams) *task.Task {
 
 // taskInsertLocked inserts in a transaction: with a pending bound under the
 // team's submission lock, so the pending count it checks cannot change
-// before it commits; and a task cancelled at once (cancel_newest) is
-// counted in the rollups as it commits, like any task that ends.
+// before it commits; under cancel_newest after reading who holds the key
+// (task.CancelledOnSubmit decides), and a task cancelled at once is counted
+// in the rollups as it commits, like any task that ends.
 func (s *Store) taskInsertLocked(ctx context.Context, p TaskInsertParams) (res insertResult, err error) {
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
 		if p.MaxPending > 0 {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 7))`, p.TeamID); err != nil {
 				return interpretError(err)
+			}
+		}
+		if p.ConcurrencyPolicy == task.PolicyCancelNewest && p.ConcurrencyKey != "" {
+			var holder string
+			err := tx.QueryRow(ctx, `SELECT task_id::text FROM concurrency_holds WHERE team_id = $1 AND key = $2`,
+				p.TeamID, p.ConcurrencyKey).Scan(&holder)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return interpretError(err)
+			}
+			if why := task.CancelledOnSubmit(p.ConcurrencyPolicy, p.ConcurrencyKey, holder); why != "" {
+				// it never runs: no reviewers, no schedule, its only other event is its end
+				data, _ := json.Marshal(map[string]any{"state": task.StateCancelled, "error": why})
+				p.State, p.cancelled, p.Reviewers = task.StateCancelled, why, nil
+				p.Events = []task.Event{{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: "Task cancelled: " + why, Data: data}}
 			}
 		}
 		if res, err = s.taskInsertOnce(ctx, tx, p); err != nil {
@@ -273,10 +292,6 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 	err = q.QueryRow(ctx, `
 		WITH existing AS (
 			SELECT id, request_hash FROM tasks WHERE team_id = $1 AND idempotency_key = NULLIF($10, '')
-		), holder AS (
-			-- cancel_newest: while another task holds the key, a new one is
-			-- cancelled at once
-			SELECT task_id FROM concurrency_holds WHERE $16 = 'cancel_newest' AND team_id = $1 AND key = NULLIF($15, '')
 		), room AS (
 			-- without a bound the count is never evaluated
 			SELECT $13 = 0 OR (SELECT count(*) FROM (
@@ -290,12 +305,10 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 				CASE WHEN $9 > 0 THEN now() + make_interval(secs => $9) END, NULLIF($10, ''), $11, $12, $14, NULLIF($15, ''), NULLIF($21, ''), NULLIF($22, '')::uuid,
 				NULLIF($23, ''),
 				NULLIF($33, ''), NULLIF($34, '')::uuid, $35::jsonb, $36::timestamptz,
-				CASE WHEN h.task_id IS NULL THEN COALESCE(NULLIF($24, ''), 'pending') ELSE 'cancelled' END,
-				CASE WHEN h.task_id IS NOT NULL THEN now() END,
-				'cancelled at once: task ' || h.task_id || ' holds concurrency key ' || $15 || ' (policy cancel_newest)',
-				CASE WHEN h.task_id IS NULL THEN 1 + $25 ELSE 2 END
-			FROM (SELECT 1) one LEFT JOIN holder h ON true
-			WHERE NOT EXISTS (SELECT 1 FROM existing) AND (h.task_id IS NOT NULL OR (SELECT ok FROM room))
+				COALESCE(NULLIF($24, ''), 'pending'),
+				-- a task cancelled at once (cancel_newest) ends as it is made
+				CASE WHEN $24 = 'cancelled' THEN now() END, NULLIF($16, ''), 1 + $25
+			WHERE NOT EXISTS (SELECT 1 FROM existing) AND ($24 = 'cancelled' OR (SELECT ok FROM room))
 			ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 			RETURNING id, state, error, created_at, deadline_at, finished_at, last_seq
 		), ev AS (
@@ -303,9 +316,7 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 			SELECT id, 1, last_seq,
 				jsonb_build_array(flightdeck_event('task.state', 'log', 'Task submitted',
 					jsonb_build_object('state', CASE WHEN state = 'cancelled' THEN 'pending' ELSE state END)))
-				|| CASE WHEN state = 'cancelled' THEN jsonb_build_array(flightdeck_event('task.cancelled', 'cancelled',
-					'Task cancelled: ' || error, jsonb_build_object('state', 'cancelled', 'error', error)))
-				ELSE COALESCE($26::jsonb, '[]') END
+				|| COALESCE($26::jsonb, '[]')
 			FROM ins
 		), environment AS (
 			-- a deploy's target is listed from its first submit on
@@ -333,7 +344,7 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 		FROM (SELECT 1) one LEFT JOIN ins i ON true`,
 		p.TeamID, p.CreatedByID, string(p.Kind), p.Pipeline, []byte(params), p.Prompt, int16(p.Priority), maxAttempts,
 		p.DeadlineSeconds, p.IdempotencyKey, p.RequestHash, nullJSON(p.Webhook), p.MaxPending, secretJSON(p.SecretParams),
-		p.ConcurrencyKey, p.ConcurrencyPolicy, p.ID, st.idx, st.names, st.keys, p.TargetKey, p.RerunOf, p.Traceparent,
+		p.ConcurrencyKey, p.cancelled, p.ID, st.idx, st.names, st.keys, p.TargetKey, p.RerunOf, p.Traceparent,
 		string(p.State), len(p.Events), encodeEvents(p.Events), rv.ID, rv.detail(), rv.Roles, rv.Timeout.Seconds(), rv.Required,
 		nullJSON(rv.Changes), p.Environment, p.PromotedFrom, nullJSON(p.Override), p.RunAfter).Scan(&inserted, &existing, &res.existingHash, &res.room,
 		&state, &created, &res.deadlineAt, &res.finishedAt, &res.error, &lastSeq)
@@ -399,7 +410,7 @@ const supersedeTimeout = 5 * time.Second
 func (s *Store) supersede(ctx context.Context, teamID, key, newID string) error {
 	rows, err := s.pool.Query(ctx, `
 		SELECT id FROM tasks WHERE team_id = $1 AND concurrency_key = $2 AND id <> $3
-			AND state NOT IN ('completed', 'failed', 'cancelled')
+			AND state NOT IN `+terminalStates+`
 		ORDER BY created_at`, teamID, key, newID)
 	if err != nil {
 		return fmt.Errorf("error finding the tasks a new one supersedes: %w", interpretError(err))

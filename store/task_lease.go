@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"flightdeck/internal/wake"
+	"flightdeck/internal/notify"
 	"flightdeck/workflow/task"
 )
 
@@ -138,13 +138,13 @@ type staleRow struct {
 
 // collectSeqs reads rows of (task id, last seq) as the wake-up that says
 // those tasks have new events.
-func collectSeqs(rows pgx.Rows) (wake.Notes, error) {
+func collectSeqs(rows pgx.Rows) (notify.Notes, error) {
 	defer rows.Close()
-	var n wake.Notes
+	var n notify.Notes
 	for rows.Next() {
-		var ts wake.TaskSeq
+		var ts notify.TaskSeq
 		if err := rows.Scan(&ts.ID, &ts.Seq); err != nil {
-			return wake.Notes{}, interpretError(err)
+			return notify.Notes{}, interpretError(err)
 		}
 		n.Events = append(n.Events, ts)
 	}

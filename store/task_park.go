@@ -104,7 +104,7 @@ func approvalsRequest(ctx context.Context, tx pgx.Tx, teamID, taskID string, p A
 		if len(detail) == 0 {
 			detail = json.RawMessage(`{}`)
 		}
-		a, err := scanApproval(tx.QueryRow(ctx, `
+		a, err := approvalOne(tx.Query(ctx, `
 			INSERT INTO approvals (task_id, team_id, step_idx, step_name, attempt, kind, detail, roles, expires_at, changes)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9),
 				-- what a deploy changes: its target's current deploy's params and its own
@@ -115,7 +115,7 @@ func approvalsRequest(ctx context.Context, tx pgx.Tx, teamID, taskID string, p A
 			ON CONFLICT (task_id, step_idx, attempt) DO UPDATE SET state = 'pending', requested_at = now(),
 				expires_at = EXCLUDED.expires_at, decided_by = NULL, decided_at = NULL, comment = NULL,
 				decisions = '[]', changes = EXCLUDED.changes
-			RETURNING `+approvalColumns, taskID, teamID, st.Idx, st.Name, st.Attempt, kind, []byte(detail), p.Roles, p.Timeout.Seconds()))
+			RETURNING *`, taskID, teamID, st.Idx, st.Name, st.Attempt, kind, []byte(detail), p.Roles, p.Timeout.Seconds()))
 		if err != nil {
 			return nil, err
 		}
@@ -129,10 +129,10 @@ func approvalsRequest(ctx context.Context, tx pgx.Tx, teamID, taskID string, p A
 // questionAsk asks q (once per tool call: a resumed task re-asking finds
 // the same row) and returns its event, whose data carries the question's id.
 func questionAsk(ctx context.Context, tx pgx.Tx, teamID, taskID string, q QuestionPark) (task.Event, error) {
-	row, err := scanQuestion(tx.QueryRow(ctx, `
+	row, err := questionOne(tx.Query(ctx, `
 		INSERT INTO agent_questions (task_id, team_id, call_seq, text) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (task_id, call_seq) DO UPDATE SET text = agent_questions.text
-		RETURNING `+questionColumns, taskID, teamID, q.CallSeq, q.Text))
+		RETURNING *`, taskID, teamID, q.CallSeq, q.Text))
 	if err != nil {
 		return task.Event{}, err
 	}

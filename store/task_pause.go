@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"flightdeck/internal/wake"
+	"flightdeck/internal/notify"
 	"flightdeck/workflow/task"
 )
 
@@ -60,7 +60,7 @@ func (s *Store) TaskPause(ctx context.Context, teamIDs []string, id, actor strin
 				{Type: task.EventTaskState, Status: task.StatusLog, Message: "Pause requested by " + actor + "; the task pauses when its current step ends", Data: data}}); err != nil {
 				return err
 			}
-			noteTx(tx, wake.Notes{Pause: []string{id}})
+			noteTx(tx, notify.Notes{Pause: []string{id}})
 			return nil
 		case from == task.StateRunning || from == task.StatePaused:
 			return fmt.Errorf("%w: the task is already paused or pausing", ErrConflict)

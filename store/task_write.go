@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"flightdeck/internal/wake"
+	"flightdeck/internal/notify"
 	"flightdeck/workflow/task"
 )
 
@@ -27,8 +27,11 @@ type TaskWrite struct {
 	Token string // the lease token the write is fenced by; "" for none
 	// WriteID names a worker's write: retried after its commit's reply was
 	// lost (a database restart), a write already applied is answered as
-	// written and not applied twice. "" for none.
+	// written and not applied twice. "" for none. Retried says an earlier
+	// try may have committed, so the statement looks for it (a first try
+	// does not pay for that look).
 	WriteID string
+	Retried bool
 	State   task.State // "" keeps the state
 	// Release clears the lease; RunAfter goes with it.
 	Release  bool
@@ -150,7 +153,7 @@ type rowsQuerier interface {
 // are updated in id order, as concurrent batches and claims lock rows, so
 // they do not deadlock. It returns what it applied, the tasks it ended
 // (whose rollups the caller keeps, taskEnded) and what to announce.
-func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]Written, []Ended, wake.Notes, error) {
+func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]Written, []Ended, notify.Notes, error) {
 	ws = slices.Clone(ws)
 	slices.SortFunc(ws, func(a, b TaskWrite) int { return cmp.Compare(a.ID, b.ID) })
 	n := len(ws)
@@ -231,45 +234,58 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		-- snapshot predates its own updates): answered as written, once
 		SELECT t.id, t.state, t.last_seq, false, false, t.team_id, t.kind, t.pipeline, t.created_at, t.started_at, t.finished_at,
 			t.waited_ms, t.target_key, NULL, NULL
-		FROM tasks t JOIN input i ON t.id = i.id AND t.last_write = i.write_id`,
+		FROM tasks t JOIN input i ON t.id = i.id AND t.last_write = i.write_id
+		WHERE $36::bool`,
 		in.ids, in.tokens, in.states, in.release, in.errs, in.keepErr, in.results, in.runAfter, in.bump, in.finished,
 		in.cancel, in.priority, in.progress, in.counts, in.done, in.total, in.events,
 		st.taskIDs, st.idx, st.names, st.keys, st.states, st.attempts, st.compAttempts, st.outputs, st.errs,
-		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs, in.writeIDs)
+		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs, in.writeIDs,
+		slices.ContainsFunc(ws, func(w TaskWrite) bool { return w.Retried && w.WriteID != "" }))
 	if err != nil {
-		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		return nil, nil, notify.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
-	defer rows.Close()
+	applied, err := pgx.CollectRows(rows, pgx.RowToStructByName[appliedRow])
+	if err != nil {
+		return nil, nil, notify.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+	}
 	out := make(map[string]Written, n)
 	var ended []Ended
-	notes := wake.Notes{Events: make([]wake.TaskSeq, 0, n)}
-	for rows.Next() {
-		var id, state, teamID, kind, pipeline string
-		var seq int
-		var keyed, finished bool
-		var created time.Time
-		var started, finishedAt *time.Time
-		var waited int64
-		var targetKey, restoreTarget, params *string
-		if err := rows.Scan(&id, &state, &seq, &keyed, &finished, &teamID, &kind, &pipeline, &created, &started, &finishedAt,
-			&waited, &targetKey, &restoreTarget, &params); err != nil {
-			return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+	notes := notify.Notes{Events: make([]notify.TaskSeq, 0, n)}
+	for _, a := range applied {
+		state := task.State(a.State)
+		out[a.ID] = Written{State: state, LastSeq: a.LastSeq}
+		if a.Finished && a.FinishedAt != nil {
+			ended = append(ended, Ended{ID: a.ID, TeamID: a.TeamID, Kind: task.Kind(a.Kind), Pipeline: a.Pipeline, State: state,
+				CreatedAt: a.CreatedAt, StartedAt: a.StartedAt, FinishedAt: *a.FinishedAt, WaitedMS: a.WaitedMS,
+				TargetKey: deref(a.TargetKey), RestoreTarget: deref(a.RestoreTarget), Params: deref(a.Params)})
 		}
-		out[id] = Written{State: task.State(state), LastSeq: seq}
-		if finished && finishedAt != nil {
-			ended = append(ended, Ended{ID: id, TeamID: teamID, Kind: task.Kind(kind), Pipeline: pipeline, State: task.State(state),
-				CreatedAt: created, StartedAt: started, FinishedAt: *finishedAt, WaitedMS: waited, TargetKey: deref(targetKey),
-				RestoreTarget: deref(restoreTarget), Params: deref(params)})
-		}
-		notes.Events = append(notes.Events, wake.TaskSeq{ID: id, Seq: seq})
+		notes.Events = append(notes.Events, notify.TaskSeq{ID: a.ID, Seq: a.LastSeq})
 		// tasks handed back can be claimed at once, and so can the next
 		// task of a concurrency key its holder gave up
-		notes.Ready = notes.Ready || task.State(state).Claimable() || keyed && task.State(state).Terminal()
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, wake.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		notes.Ready = notes.Ready || state.Claimable() || a.Keyed && state.Terminal()
 	}
 	return out, ended, notes, nil
+}
+
+// appliedRow is a task taskApply changed, as its statement returns it.
+// Finished says this write ended it (then the rest feeds taskEnded); Keyed
+// that it held a concurrency key.
+type appliedRow struct {
+	ID            string     `db:"id"`
+	State         string     `db:"state"`
+	LastSeq       int        `db:"last_seq"`
+	Keyed         bool       `db:"keyed"`
+	Finished      bool       `db:"finished"`
+	TeamID        string     `db:"team_id"`
+	Kind          string     `db:"kind"`
+	Pipeline      string     `db:"pipeline"`
+	CreatedAt     time.Time  `db:"created_at"`
+	StartedAt     *time.Time `db:"started_at"`
+	FinishedAt    *time.Time `db:"finished_at"`
+	WaitedMS      int64      `db:"waited_ms"`
+	TargetKey     *string    `db:"target_key"`
+	RestoreTarget *string    `db:"restore_target"`
+	Params        *string    `db:"params"`
 }
 
 func deref(s *string) string {

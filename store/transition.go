@@ -54,3 +54,22 @@ func (s *Store) syncTransitionRule(ctx context.Context) error {
 	}
 	return nil
 }
+
+// terminalStates and claimableStates are task.TerminalStates and
+// task.ClaimableStates as SQL lists ("('completed', 'failed', 'cancelled')"),
+// written into statements as literals, not parameters: the planner matches
+// a statement to a partial index only when its predicate names the same
+// constants. TestStateListsMatchIndexes checks the indexes' predicates
+// (fixed by their migrations) against these lists.
+var (
+	terminalStates  = sqlStates(task.TerminalStates)
+	claimableStates = sqlStates(task.ClaimableStates)
+)
+
+func sqlStates(ss []task.State) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = "'" + string(s) + "'"
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"errors"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -64,4 +66,37 @@ func TestDatabaseRefusesForbiddenTransitions(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.Pool().Exec(ctx, `UPDATE tasks SET state = 'cancelled', finished_at = now() WHERE id = $1`, tk2.ID)
 	require.NoError(t, err)
+}
+
+// The partial indexes on tasks name states in their predicates, fixed by
+// the migrations that made them; the statements meant to use them write
+// task.TerminalStates or task.ClaimableStates in. Each "not ended" predicate
+// lists exactly the terminal states and the claim's index the claimable
+// ones, so a state added to a set without a migration for its indexes fails
+// here, not as a slow plan.
+func TestStateListsMatchIndexes(t *testing.T) {
+	t.Parallel()
+	st := dbtest.Store(t)
+	type index struct{ Name, Def string }
+	rows, err := st.Pool().Query(t.Context(), `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'tasks' AND indexdef LIKE '%ARRAY[%'`)
+	require.NoError(t, err)
+	indexes, err := pgx.CollectRows(rows, pgx.RowToStructByPos[index])
+	require.NoError(t, err)
+	quoted := regexp.MustCompile(`'([a-z_]+)'::text`)
+	checked := map[string]bool{}
+	for _, ix := range indexes {
+		var named []task.State
+		for _, m := range quoted.FindAllStringSubmatch(ix.Def[strings.Index(ix.Def, "ARRAY["):], -1) {
+			named = append(named, task.State(m[1]))
+		}
+		switch {
+		case strings.Contains(ix.Def, "<> ALL (ARRAY["):
+			require.Equal(t, task.TerminalStates, named, "index %s: its tasks not ended", ix.Name)
+			checked["terminal"] = true
+		case ix.Name == "tasks_claim_idx":
+			require.Equal(t, task.ClaimableStates, named, "index %s", ix.Name)
+			checked["claimable"] = true
+		}
+	}
+	require.True(t, checked["terminal"] && checked["claimable"], "indexes seen: %v", indexes)
 }

@@ -5,17 +5,17 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"flightdeck/internal/wake"
+	"flightdeck/internal/notify"
 )
 
-// Wake-ups go out through one wake.Bus per store, after the commit of the
+// Wake-ups go out through one notify.Bus per store, after the commit of the
 // writes they announce: a statement on its own sends its notes when it
 // returns; a transaction (withTx) collects them in its wakeTx and they are
 // sent once it committed.
 
 // Wakeups is the store's bus: a worker pool in the same process subscribes
 // to it (OnReady) and skips its own NOTIFYs by its Origin.
-func (s *Store) Wakeups() *wake.Bus { return s.wake }
+func (s *Store) Wakeups() *notify.Bus { return s.wake }
 
 // sendNotifications is the bus's SendFunc: one small statement whose own
 // commit need not wait for a disk flush (set_config(…, true) lasts until
@@ -30,18 +30,26 @@ func (s *Store) sendNotifications(ctx context.Context, topics, payloads []string
 // by withTx after the commit.
 type wakeTx struct {
 	pgx.Tx
-	notes wake.Notes
+	notes notify.Notes
 }
 
 // noteTx adds n to tx's wake-ups (tx is one withTx handed out).
-func noteTx(tx pgx.Tx, n wake.Notes) {
+func noteTx(tx pgx.Tx, n notify.Notes) {
 	if w, ok := tx.(*wakeTx); ok {
 		w.notes.Add(n)
 	}
 }
 
-func eventsNote(taskID string, seq int) wake.Notes {
-	return wake.Notes{Events: []wake.TaskSeq{{ID: taskID, Seq: seq}}}
+func eventsNote(taskID string, seq int) notify.Notes {
+	return notify.Notes{Events: []notify.TaskSeq{{ID: taskID, Seq: seq}}}
 }
 
-var readyNote = wake.Notes{Ready: true}
+var readyNote = notify.Notes{Ready: true}
+
+// ListenConn opens a connection of its own to the store's database, named
+// applicationName in pg_stat_activity, for notify.Listen.
+func (s *Store) ListenConn(ctx context.Context, applicationName string) (*pgx.Conn, error) {
+	cfg := s.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = applicationName
+	return pgx.ConnectConfig(ctx, cfg)
+}

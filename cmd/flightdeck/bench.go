@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"flightdeck/internal/notify"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -15,7 +16,6 @@ import (
 	"flightdeck/internal/auth"
 	"flightdeck/internal/config"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/saga"
@@ -243,7 +243,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	qcfg := queue.Config{Workers: *workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, OnFinish: onFinish, Logger: env.logger}
-	p := queue.New(st, taskHandlers(cfg, st, catalog, nil, nil), nil, qcfg)
+	p := queue.New(st, taskHandlers(cfg, st, catalog, nil, nil), qcfg)
 	poolCtx, stopPool := context.WithCancel(ctx)
 	var poolWG sync.WaitGroup
 	defer func() { stopPool(); poolWG.Wait() }()
@@ -341,8 +341,8 @@ func benchWait(ctx context.Context, env *cliEnv, allDone <-chan struct{}, done *
 }
 
 func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Pool, teamID, userID string, pl *pipeline.Pipeline, params map[string]any, rate float64, dur time.Duration, remote bool, web *store.Store) (benchResult, error) {
-	// The pool is already running; attach a notifier so NOTIFY wakes it.
-	n := event.NewNotifier(st, env.logger)
+	// The pool is already running; attach a listener so NOTIFY wakes it.
+	n := notify.NewListener(st, env.logger)
 	p.Attach(n)
 	nctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -355,7 +355,7 @@ func benchLatency(ctx context.Context, env *cliEnv, st *store.Store, p *queue.Po
 	// workers' pool and its generic plans.
 	sub := web
 	if remote {
-		// A store of its own wakes no pool in this process (its own wake.Bus).
+		// A store of its own wakes no pool in this process (its own notify.Bus).
 		sub = store.New(web.Pool())
 	}
 	if _, err := benchSubmit(ctx, env, sub, teamID, userID, pl, params, rate, latencyWarmup); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"flightdeck/internal/notify"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,7 +20,6 @@ import (
 	"flightdeck/internal/auth"
 	"flightdeck/internal/config"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 )
 
@@ -83,7 +83,7 @@ func runBenchPages(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	// Requests are logged only when they go wrong.
 	quiet := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e := handlers.New(handlers.Deps{Config: cfg, Store: web, Logger: quiet, Pipelines: catalog, Hub: event.NewHub()})
+	e := handlers.New(handlers.Deps{Config: cfg, Store: web, Logger: quiet, Pipelines: catalog, Hub: notify.NewHub()})
 	srv := httptest.NewServer(e)
 	defer srv.Close()
 	routes := map[string]bool{}

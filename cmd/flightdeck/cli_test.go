@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flightdeck/internal/notify"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -18,7 +19,6 @@ import (
 	"flightdeck/internal/config"
 	"flightdeck/internal/dbtest"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 )
@@ -38,10 +38,11 @@ func TestSubmitWatch(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	catalog, err := pipeline.NewCatalog(pipeline.Builtin()...)
 	require.NoError(t, err)
-	n := event.NewNotifier(st, logger)
-	hub := event.NewHub()
+	n := notify.NewListener(st, logger)
+	hub := notify.NewHub()
 	hub.Attach(n)
-	pool := queue.New(st, taskHandlers(cfg, st, catalog, logger, nil), hub, queue.Config{Workers: 2, PollInterval: 20 * time.Millisecond, Logger: logger})
+	t.Cleanup(hub.Follow(st.Wakeups()))
+	pool := queue.New(st, taskHandlers(cfg, st, catalog, logger, nil), queue.Config{Workers: 2, PollInterval: 20 * time.Millisecond, Logger: logger})
 	pool.Attach(n)
 	srv := httptest.NewServer(handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: logger, Pipelines: catalog, Hub: hub}))
 	bg, cancel := context.WithCancel(context.Background())

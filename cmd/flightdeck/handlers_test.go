@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flightdeck/internal/notify"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -16,7 +17,6 @@ import (
 	"flightdeck/internal/llmtest"
 	"flightdeck/internal/testfactory"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
@@ -44,9 +44,9 @@ func TestAgentSettingsFromEnvironment(t *testing.T) {
 	catalog, err := pipeline.NewCatalog(pipeline.Builtin()...)
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p := queue.New(st, taskHandlers(cfg, st, catalog, logger, nil), nil, queue.Config{
+	p := queue.New(st, taskHandlers(cfg, st, catalog, logger, nil), queue.Config{
 		Workers: 2, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, Grace: 10 * time.Millisecond, Logger: logger})
-	n := event.NewNotifier(st, nil)
+	n := notify.NewListener(st, nil)
 	p.Attach(n)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

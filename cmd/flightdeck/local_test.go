@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"flightdeck/internal/notify"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,7 +30,6 @@ import (
 	"flightdeck/internal/dbtest"
 	"flightdeck/store"
 	"flightdeck/workflow/action/local"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 )
@@ -72,10 +72,11 @@ func TestWebServiceBlueGreen(t *testing.T) {
 		HealthTimeout: 30 * time.Second, MonitorInterval: 50 * time.Millisecond, MonitorTick: 20 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(lp.StopAll)
-	n := event.NewNotifier(st, logger)
-	hub := event.NewHub()
+	n := notify.NewListener(st, logger)
+	hub := notify.NewHub()
 	hub.Attach(n)
-	pool := queue.New(st, taskHandlers(cfg, st, catalog, logger, lp), hub, queue.Config{Workers: 2, PollInterval: 20 * time.Millisecond, Logger: logger})
+	t.Cleanup(hub.Follow(st.Wakeups()))
+	pool := queue.New(st, taskHandlers(cfg, st, catalog, logger, lp), queue.Config{Workers: 2, PollInterval: 20 * time.Millisecond, Logger: logger})
 	pool.Attach(n)
 	srv := httptest.NewServer(handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: logger, Pipelines: catalog, Hub: hub}))
 	bg, cancel := context.WithCancel(context.Background())

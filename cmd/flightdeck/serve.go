@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flightdeck/internal/notify"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,7 +19,6 @@ import (
 	"flightdeck/internal/metrics"
 	"flightdeck/internal/sso"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/retention"
 	"flightdeck/workflow/webhook"
@@ -93,10 +93,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	reg.MustRegister(metrics.NewGoCollector(), metrics.NewProcessCollector())
 
 	// One LISTEN connection per process feeds the Hub (live streams) and
-	// the pool (wake-ups, cancels).
-	notifier := event.NewNotifier(st, env.logger)
-	hub := event.NewHub()
-	hub.Attach(notifier)
+	// the pool (wake-ups, cancels); this process's own writes wake its
+	// streams at once (Follow).
+	listener := notify.NewListener(st, env.logger)
+	hub := notify.NewHub()
+	hub.Attach(listener)
+	defer hub.Follow(st.Wakeups())()
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
 	var pool *queue.Pool
@@ -114,17 +116,17 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		if cfg.LocalStopOnExit {
 			defer lp.StopAll() // when serve returns, after the pool stopped
 		}
-		pool = queue.New(st, taskHandlers(cfg, st, catalog, env.logger, lp), hub, queue.Config{
+		pool = queue.New(st, taskHandlers(cfg, st, catalog, env.logger, lp), queue.Config{
 			Workers: cfg.Workers, Lease: cfg.Lease, PollInterval: cfg.PollInterval, Grace: cfg.Grace,
 			IdempotencyTTL: cfg.IdempotencyTTL, Logger: env.logger,
 		})
-		pool.Attach(notifier)
+		pool.Attach(listener)
 	}
 	guard, err := webhook.NewGuard(cfg.WebhookAllow, nil)
 	if err != nil {
 		return err
 	}
-	go notifier.Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
+	go listener.Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 	// Retention: every process prunes; the batches skip each other's rows.
 	go retention.New(st, retention.Config{Interval: cfg.CleanupInterval, WebhookDeliveries: cfg.WebhookDeliveryRetention,
 		LocalEffects: cfg.LocalEffectRetention, Logger: env.logger}).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends

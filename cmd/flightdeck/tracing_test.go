@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flightdeck/internal/notify"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,7 +28,6 @@ import (
 	"flightdeck/internal/llmtest"
 	"flightdeck/internal/tracing"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
@@ -76,10 +76,11 @@ func newTracedStack(t *testing.T, env map[string]string, extra ...*pipeline.Pipe
 	require.NoError(t, err)
 	guard, err := webhook.NewGuard([]string{"127.0.0.1"}, nil)
 	require.NoError(t, err)
-	n := event.NewNotifier(st, logger)
-	hub := event.NewHub()
+	n := notify.NewListener(st, logger)
+	hub := notify.NewHub()
 	hub.Attach(n)
-	pool := queue.New(st, taskHandlers(cfg, st, catalog, logger, nil), hub,
+	t.Cleanup(hub.Follow(st.Wakeups()))
+	pool := queue.New(st, taskHandlers(cfg, st, catalog, logger, nil),
 		queue.Config{Workers: 2, PollInterval: 20 * time.Millisecond, Logger: logger})
 	pool.Attach(n)
 	srv := httptest.NewServer(handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: logger, Pipelines: catalog, Hub: hub, WebhookGuard: guard}))

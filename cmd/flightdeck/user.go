@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"flightdeck/internal/auth"
 	"flightdeck/internal/config"
 	"flightdeck/store"
+	"flightdeck/workflow/task"
 )
 
 func runUser(ctx context.Context, env *cliEnv, args []string) error {
@@ -16,7 +18,7 @@ func runUser(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("user add", env.stderr)
 	email := fs.String("email", "", "the user's email (required)")
 	team := fs.String("team", "", "team name, created if new (required)")
-	role := fs.String("role", "", "viewer, deployer, approver or admin (required)")
+	role := fs.String("role", "", "one of "+strings.Join(task.RoleNames(task.Roles), ", ")+" (required)")
 	password := fs.String("password", "", "password for the login page (optional; at least 8 characters)")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
@@ -28,7 +30,7 @@ func runUser(ctx context.Context, env *cliEnv, args []string) error {
 	if !auth.ValidTeamName(*team) {
 		return fmt.Errorf("%w: --team %q: use lowercase letters, digits and dashes", errUsage, *team)
 	}
-	r, err := auth.ParseRole(*role)
+	r, err := task.ParseRole(*role)
 	if err != nil {
 		return fmt.Errorf("%w: --role: %w", errUsage, err)
 	}

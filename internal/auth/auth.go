@@ -1,6 +1,7 @@
-// Package auth owns the vocabulary of who may do what: team roles, password
-// hashing and the random secrets behind sessions, API tokens and login links.
-// It holds no state; store persists what it produces (hashes only).
+// Package auth owns who a person is: their teams and roles (the roles and
+// who may do what are the domain's, in workflow/task), password hashing and
+// the random secrets behind sessions, API tokens and login links. It holds
+// no state; store persists what it produces (hashes only).
 package auth
 
 import (
@@ -14,32 +15,21 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"flightdeck/workflow/task"
 )
 
-// Role is a team membership role. Roles are ordered: each includes the rights
-// of the ones before it.
-type Role string
+// Role is a team membership role, defined with its order and names in
+// the domain (task.Role); the names below are the same values, so that
+// code holding a User needs no second import.
+type Role = task.Role
 
 const (
-	RoleViewer   Role = "viewer"
-	RoleDeployer Role = "deployer"
-	RoleApprover Role = "approver"
-	RoleAdmin    Role = "admin"
+	RoleViewer   = task.RoleViewer
+	RoleDeployer = task.RoleDeployer
+	RoleApprover = task.RoleApprover
+	RoleAdmin    = task.RoleAdmin
 )
-
-var roleRank = map[Role]int{RoleViewer: 1, RoleDeployer: 2, RoleApprover: 3, RoleAdmin: 4}
-
-// ParseRole validates a role name.
-func ParseRole(s string) (Role, error) {
-	r := Role(s)
-	if _, ok := roleRank[r]; !ok {
-		return "", fmt.Errorf("unknown role %q (want viewer, deployer, approver or admin)", s)
-	}
-	return r, nil
-}
-
-// AtLeast reports whether r includes the rights of min.
-func (r Role) AtLeast(min Role) bool { return roleRank[r] >= roleRank[min] && roleRank[r] > 0 }
 
 var teamName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 

@@ -6,34 +6,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRoleAtLeast(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		r, min Role
-		want   bool
-	}{
-		{RoleViewer, RoleViewer, true},
-		{RoleViewer, RoleDeployer, false},
-		{RoleDeployer, RoleViewer, true},
-		{RoleApprover, RoleDeployer, true},
-		{RoleApprover, RoleAdmin, false},
-		{RoleAdmin, RoleApprover, true},
-		{Role("root"), RoleViewer, false},
-	}
-	for _, tt := range tests {
-		require.Equal(t, tt.want, tt.r.AtLeast(tt.min), "%s >= %s", tt.r, tt.min)
-	}
-}
-
-func TestParseRole(t *testing.T) {
-	t.Parallel()
-	r, err := ParseRole("approver")
-	require.NoError(t, err)
-	require.Equal(t, RoleApprover, r)
-	_, err = ParseRole("owner")
-	require.Error(t, err)
-}
-
 func TestPassword(t *testing.T) {
 	t.Parallel()
 	_, err := HashPassword("short")

@@ -1,5 +1,7 @@
 package auth
 
+import "flightdeck/workflow/task"
+
 // Membership is a user's role in one team.
 type Membership struct {
 	TeamID string
@@ -40,9 +42,25 @@ func (u *User) Primary() (Membership, bool) {
 	var best Membership
 	found := false
 	for _, m := range u.Memberships {
-		if !found || roleRank[m.Role] > roleRank[best.Role] {
+		if !found || m.Role.AtLeast(best.Role) && m.Role != best.Role {
 			best, found = m, true
 		}
 	}
 	return best, found
+}
+
+// May reports whether u may take act in a team: task.May with u's role
+// there (none when not a member).
+func (u *User) May(teamID string, act task.Act) bool { return task.May(u.RoleIn(teamID), act) }
+
+// TeamsWhereMay lists the ids of u's teams where u may take act: what a
+// page offers the act for, and what a write of it is scoped by.
+func (u *User) TeamsWhereMay(act task.Act) []string {
+	var ids []string
+	for _, m := range u.Memberships {
+		if task.May(m.Role, act) {
+			ids = append(ids, m.TeamID)
+		}
+	}
+	return ids
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"flightdeck/internal/auth"
+	"flightdeck/workflow/task"
 )
 
 // OIDCConfig is single sign-on with an OpenID Connect provider (contract
@@ -51,7 +52,7 @@ func loadOIDC(getenv func(string) string) (OIDCConfig, []string) {
 	}
 	if v := strings.TrimSpace(getenv("FLIGHTDECK_OIDC_AUTO_JOIN")); v != "" {
 		team, role, ok := strings.Cut(v, ":")
-		r, err := auth.ParseRole(role)
+		r, err := task.ParseRole(role)
 		switch {
 		case !ok || !auth.ValidTeamName(team):
 			errs = append(errs, fmt.Sprintf("FLIGHTDECK_OIDC_AUTO_JOIN: want team:role (a team of lowercase letters, digits and dashes), got %q", v))

@@ -4,6 +4,9 @@ package layout
 // Viewer is the signed-in person shown in the top bar.
 type Viewer struct {
 	Email, Team, Role string
+	// Webhooks and Audit: the person manages webhooks, reads the audit
+	// log, in one of their teams at least (the links are shown).
+	Webhooks, Audit bool
 }
 
 // BaseProps are the inputs of Base.

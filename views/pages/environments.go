@@ -23,7 +23,7 @@ type EnvTarget struct {
 	Waiting     int      // tasks waiting for the target
 	WaitingID   []string // the first few of them
 	History     []EnvDeploy
-	CanDeploy   bool // the viewer may redeploy and roll back (deployer or above)
+	CanDeploy   bool // the viewer may redeploy and roll back (task.ActSubmit)
 	// Rollback: Previous is an older version than Current ("Roll back to");
 	// otherwise its button redeploys it.
 	Rollback bool

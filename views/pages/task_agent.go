@@ -11,7 +11,7 @@ type AgentView struct {
 	MaxIterations int
 	Tokens        int
 	ToolCalls     int
-	CanInput      bool // may answer and add notes (deployer or above)
+	CanInput      bool // may answer and add notes (task.ActAgentInput)
 	Running       bool // not ended: notes are still read
 	// ExplainURL, when set, offers "Explain this failure" (a failed deploy
 	// on a server with an LLM).

@@ -83,16 +83,19 @@ type TaskShowProps struct {
 	Approvals []ApprovalView
 	// Notes say what an environment's rules do to the task: held by a
 	// freeze, scheduled, overridden, promoted.
-	Notes      []KV        // Key: a data-testid; Value: the text
-	Events     []EventView // the raw event log, newest first (bounded)
-	Artifacts  []ArtifactView
-	Agent      *AgentView   // agent tasks, and failed deploys when an LLM can explain them
-	Control    *ControlView // pause, resume and a failed step's decision; nil when nothing applies
-	CanCancel  bool
-	CanAdmin   bool
-	Flash      string
-	FlashError bool
-	CSRFToken  string
+	Notes     []KV        // Key: a data-testid; Value: the text
+	Events    []EventView // the raw event log, newest first (bounded)
+	Artifacts []ArtifactView
+	Agent     *AgentView   // agent tasks, and failed deploys when an LLM can explain them
+	Control   *ControlView // pause, resume and a failed step's decision; nil when nothing applies
+	// What the viewer may do here now: task.May, and the task's state.
+	CanSetPriority bool
+	CanCancel      bool
+	CanRerun       bool
+	CanResolve     bool
+	Flash          string
+	FlashError     bool
+	CSRFToken      string
 	// Seq is the task row's last event seq when it was read: everything
 	// shown is as of that seq, and the socket re-renders when it moves.
 	Seq int

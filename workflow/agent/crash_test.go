@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flightdeck/internal/notify"
 	"fmt"
 	"log/slog"
 	"os"
@@ -24,7 +25,6 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/agent"
 	"flightdeck/workflow/artifact"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
 )
@@ -94,8 +94,8 @@ func runChild(url string) {
 		Tools:     []*agent.Tool{ledgerProbe(os.Getenv(envChildLedger), os.Getenv(envChildBlock))},
 		Logger:    logger,
 	})
-	n := event.NewNotifier(st, nil)
-	p := queue.New(st, map[task.Kind]queue.Handler{task.KindAgent: runner}, nil, queue.Config{
+	n := notify.NewListener(st, nil)
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindAgent: runner}, queue.Config{
 		Workers: 2, Lease: time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 100 * time.Millisecond, Logger: logger})
 	p.Attach(n)
 	go n.Run(ctx) //nolint:errcheck

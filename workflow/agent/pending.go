@@ -176,7 +176,7 @@ func (rn *run) mutating(tool *Tool, pc pendingCall, args map[string]any) (*queue
 		"call_id": pc.ID, "plan": rn.shownPlan(tool, plan)})
 	return &queue.Outcome{State: task.StateAwaitingApproval, Message: "Waiting for a person to confirm " + pc.Name,
 		Approvals: &store.ApprovalPark{Kind: "tool_call", Steps: []store.ApprovalStep{{Idx: pc.Seq, Name: pc.Name, Attempt: 1, Detail: detail}},
-			Roles: []string{"approver", "admin"}, Timeout: rn.r.cfg.ApprovalTimeout}}, nil
+			Roles: task.DefaultDeciders(), Timeout: rn.r.cfg.ApprovalTimeout}}, nil
 }
 
 // finishCall records a call's result (or error) for the model: redacted,

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"flightdeck/internal/notify"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -20,7 +21,6 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/agent"
 	"flightdeck/workflow/artifact"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
@@ -98,8 +98,8 @@ func (b *testBundle) startPool(t *testing.T, r *agent.Runner) (stop func()) {
 		}
 		return queue.Outcome{State: task.StateCompleted}
 	})
-	n := event.NewNotifier(b.st, nil)
-	p := queue.New(b.st, map[task.Kind]queue.Handler{task.KindAgent: r, task.KindDeploy: deploy}, nil, queue.Config{
+	n := notify.NewListener(b.st, nil)
+	p := queue.New(b.st, map[task.Kind]queue.Handler{task.KindAgent: r, task.KindDeploy: deploy}, queue.Config{
 		Workers: 2, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 100 * time.Millisecond,
 		Grace: 10 * time.Millisecond, Logger: b.logger,
 	})

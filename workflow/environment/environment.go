@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"flightdeck/workflow/task"
 )
 
 // Defaults of the rules.
@@ -22,7 +24,7 @@ const (
 )
 
 // ReviewerRolesDefault are who may review when a rule names none.
-var ReviewerRolesDefault = []string{"approver", "admin"}
+var ReviewerRolesDefault = task.DefaultDeciders()
 
 // Rules are the environments' rules by name; the zero value (no file)
 // protects nothing.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"flightdeck/internal/notify"
 	"flightdeck/store"
 	"flightdeck/workflow/task"
 )
@@ -41,7 +42,7 @@ type Consumer struct {
 // RunConsumer feeds c from the outbox until ctx ends. hub (may be nil) wakes
 // it when any task's events change, in this process or, through LISTEN,
 // any other.
-func RunConsumer(ctx context.Context, st *store.Store, hub *Hub, c Consumer) error {
+func RunConsumer(ctx context.Context, st *store.Store, hub *notify.Hub, c Consumer) error {
 	if c.Name == "" || c.Handle == nil {
 		return fmt.Errorf("outbox consumer needs a name and a handler")
 	}

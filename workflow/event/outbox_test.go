@@ -3,6 +3,7 @@ package event_test
 import (
 	"context"
 	"errors"
+	"flightdeck/internal/notify"
 	"sync"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestConsumer(t *testing.T) {
 	t.Parallel()
 	st := dbtest.Store(t)
 	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
-	hub := event.NewHub()
+	hub := notify.NewHub()
 
 	var mu sync.Mutex
 	handled := map[string]int{}

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template/parse"
+
+	"flightdeck/workflow/task"
 )
 
 // ApprovalRule says that a step waits for a person, who, and when.
@@ -16,7 +18,7 @@ type ApprovalRule struct {
 }
 
 // ApprovalRolesDefault decide a step's approval that names no roles.
-var ApprovalRolesDefault = []string{"approver", "admin"}
+var ApprovalRolesDefault = task.DefaultDeciders()
 
 // ApprovalRules lists the pipeline's steps that need an approval, in file
 // order (a for_each step once).

@@ -1,6 +1,10 @@
 package pipeline
 
-import "time"
+import (
+	"time"
+
+	"flightdeck/workflow/task"
+)
 
 // Hints of the built-in pipelines' patterns, in words.
 const (
@@ -25,7 +29,7 @@ func Builtin() []*Pipeline {
 			Steps: []Step{
 				{Name: "prepare", Action: "noop", Compensate: &Compensation{Action: "noop", Retries: CompensationRetriesDefault}},
 				{Name: "release", Action: "noop", Compensate: &Compensation{Action: "noop", Retries: CompensationRetriesDefault},
-					Approval: &Approval{Roles: []string{"approver", "admin"}, Timeout: time.Hour}},
+					Approval: &Approval{Roles: task.DefaultDeciders(), Timeout: time.Hour}},
 			},
 		},
 		{
@@ -47,7 +51,7 @@ func Builtin() []*Pipeline {
 					Compensate: &Compensation{Action: "local.cert_revoke", Retries: CompensationRetriesDefault}},
 				{Name: "deploy_container", Action: "local.instance_start", With: map[string]any{"version": "{{ .params.version }}"},
 					Compensate: &Compensation{Action: "local.instance_stop", Retries: CompensationRetriesDefault},
-					Approval:   &Approval{When: `{{ eq .params.env "production" }}`, Roles: []string{"approver", "admin"}, Timeout: 30 * time.Minute}},
+					Approval:   &Approval{When: `{{ eq .params.env "production" }}`, Roles: task.DefaultDeciders(), Timeout: 30 * time.Minute}},
 				{Name: "configure_monitoring", Action: "local.monitor_create", Compensate: &Compensation{Action: "local.monitor_delete", Retries: CompensationRetriesDefault}},
 			},
 		},

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+
+	"flightdeck/workflow/task"
 )
 
 // Concurrency holds a pipeline's tasks to one running task per key and
@@ -19,10 +21,11 @@ type Concurrency struct {
 }
 
 // Concurrency policies: what a new task does while its key is held.
+// They are the task package's, where the rule that applies them lives.
 const (
-	PolicyQueue            = "queue"              // wait its turn, in priority order
-	PolicyCancelInProgress = "cancel_in_progress" // cancel the holder (it compensates), then run
-	PolicyCancelNewest     = "cancel_newest"      // be cancelled at once
+	PolicyQueue            = task.PolicyQueue
+	PolicyCancelInProgress = task.PolicyCancelInProgress
+	PolicyCancelNewest     = task.PolicyCancelNewest
 )
 
 // Policies lists the concurrency policies.

@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v4"
 
 	"flightdeck/workflow/environment"
+	"flightdeck/workflow/task"
 )
 
 // EnvironmentsFile is the file beside the pipelines that holds the
@@ -248,11 +248,11 @@ func (l *loader) reviewers(what string, p *pair) (*environment.Reviewers, error)
 			return nil, err
 		}
 		if len(roles) == 0 {
-			return nil, l.errf(rp.val, "%s: roles is empty (leave it out for approver and admin)", what)
+			return nil, l.errf(rp.val, "%s: roles is empty (leave it out for %s)", what, strings.Join(environment.ReviewerRolesDefault, " and "))
 		}
 		for i, role := range roles {
-			if !slices.Contains(approvalRoles, role) {
-				return nil, l.errf(nodes[i], "%s: unknown role %q (want %s)", what, role, strings.Join(approvalRoles, ", "))
+			if _, err := task.ParseRole(role); err != nil {
+				return nil, l.errf(nodes[i], "%s: %v", what, err)
 			}
 		}
 		r.Roles = roles

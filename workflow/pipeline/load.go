@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v4"
+
+	"flightdeck/workflow/task"
 )
 
 // LoadError is a pipeline file that does not load, with the place to fix.
@@ -110,8 +112,6 @@ const maxRetries = 20
 // maxListItems is the most items a list parameter takes (see check), so
 // the largest quorum a for_each can ask for.
 const maxListItems = 100
-
-var approvalRoles = []string{"viewer", "deployer", "approver", "admin"}
 
 // loader parses one file. The schema is walked by hand over yaml.Node rather
 // than decoded into structs, so that every problem names the line of the
@@ -597,7 +597,7 @@ func (l *loader) approval(what string, p *pair) (*Approval, error) {
 	if err := m.only(l, "when", "roles", "timeout"); err != nil {
 		return nil, err
 	}
-	a := &Approval{Roles: []string{"approver", "admin"}, Timeout: ApprovalTimeoutDefault}
+	a := &Approval{Roles: task.DefaultDeciders(), Timeout: ApprovalTimeoutDefault}
 	if w := m.get("when"); w != nil {
 		if a.When, err = l.str(m.what, w); err != nil {
 			return nil, err
@@ -615,8 +615,8 @@ func (l *loader) approval(what string, p *pair) (*Approval, error) {
 			return nil, l.errf(r.val, "%s: roles is empty: nobody could approve", m.what)
 		}
 		for i, role := range rs {
-			if !slices.Contains(approvalRoles, role) {
-				return nil, l.errf(nodes[i], "%s: unknown role %q (want viewer, deployer, approver or admin)", m.what, role)
+			if _, err := task.ParseRole(role); err != nil {
+				return nil, l.errf(nodes[i], "%s: %v", m.what, err)
 			}
 		}
 		a.Roles = rs

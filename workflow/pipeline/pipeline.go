@@ -129,7 +129,7 @@ type Compensation struct {
 // Approval makes a step wait for a person.
 type Approval struct {
 	When    string        // a template; "" means always
-	Roles   []string      // default approver, admin
+	Roles   []string      // default task.DefaultDeciders()
 	Timeout time.Duration // default 1h
 }
 

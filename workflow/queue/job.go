@@ -216,11 +216,9 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) (wrote task.State) {
 	return wrote
 }
 
-// published tells local subscribers and the benchmark that t changed.
+// published tells the benchmark that t changed (streams hear of it from
+// the store's wake-ups: notify.Hub.Follow).
 func (p *Pool) published(t *task.Task, state task.State) {
-	if p.hub != nil {
-		p.hub.Publish(t.ID)
-	}
 	if state != "" && p.cfg.OnFinish != nil {
 		p.cfg.OnFinish(t, state)
 	}

@@ -23,9 +23,8 @@ import (
 	"sync"
 	"time"
 
-	"flightdeck/internal/wake"
+	"flightdeck/internal/notify"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/task"
 )
 
@@ -56,7 +55,6 @@ type Pool struct {
 	cfg      Config
 	store    *store.Store
 	handlers map[task.Kind]Handler
-	hub      *event.Hub
 	logger   *slog.Logger
 
 	wake       chan struct{}     // a reason to claim now
@@ -68,8 +66,8 @@ type Pool struct {
 	busy       busyCount
 }
 
-// New returns a pool; Attach it to a Notifier, then Run it.
-func New(st *store.Store, handlers map[task.Kind]Handler, hub *event.Hub, cfg Config) *Pool {
+// New returns a pool; Attach it to a notify.Listener, then Run it.
+func New(st *store.Store, handlers map[task.Kind]Handler, cfg Config) *Pool {
 	host, _ := os.Hostname()
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
@@ -86,7 +84,7 @@ func New(st *store.Store, handlers map[task.Kind]Handler, hub *event.Hub, cfg Co
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Pool{
-		cfg: cfg, store: st, handlers: handlers, hub: hub, logger: logger.With("worker", cfg.ID),
+		cfg: cfg, store: st, handlers: handlers, logger: logger.With("worker", cfg.ID),
 		wake:       make(chan struct{}, 1),
 		interrupts: make(chan interruptReq),
 		jobEvents:  make(chan jobEvent, 2*cfg.Workers),
@@ -104,20 +102,20 @@ func (p *Pool) ID() string { return p.cfg.ID }
 
 // Attach wakes the producer on task_ready and delivers cancels on
 // task_cancel and pause requests on task_pause.
-func (p *Pool) Attach(n *event.Notifier) {
-	n.On(wake.TaskReady, func(payload string) {
+func (p *Pool) Attach(n *notify.Listener) {
+	n.On(notify.TaskReady, func(payload string) {
 		// This process's own wake-ups came through its bus already.
-		if wake.DecodeReady(payload, p.store.Wakeups().Origin()) {
+		if notify.DecodeReady(payload, p.store.Wakeups().Origin()) {
 			p.Wake()
 		}
 	})
-	n.On(wake.TaskCancel, func(payload string) {
-		for _, id := range wake.DecodeCancel(payload) {
+	n.On(notify.TaskCancel, func(payload string) {
+		for _, id := range notify.DecodeCancel(payload) {
 			p.interrupt(id, ErrCancelRequested)
 		}
 	})
-	n.On(wake.TaskPause, func(payload string) {
-		for _, id := range wake.DecodeCancel(payload) {
+	n.On(notify.TaskPause, func(payload string) {
+		for _, id := range notify.DecodeCancel(payload) {
 			p.interrupt(id, ErrPauseRequested)
 		}
 	})

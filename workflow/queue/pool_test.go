@@ -20,10 +20,9 @@ import (
 
 	"flightdeck/internal/auth"
 	"flightdeck/internal/dbtest"
+	"flightdeck/internal/notify"
 	"flightdeck/internal/testfactory"
-	"flightdeck/internal/wake"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
 )
@@ -66,8 +65,8 @@ func runChild(mode string) int {
 		}
 		return queue.Outcome{State: task.StateCompleted}
 	})
-	n := event.NewNotifier(st, nil)
-	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: h}, nil, queue.Config{
+	n := notify.NewListener(st, nil)
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: h}, queue.Config{
 		Workers: 16, Lease: 2 * time.Second, PollInterval: 50 * time.Millisecond, Grace: time.Second,
 	})
 	p.Attach(n)
@@ -154,14 +153,14 @@ func (b *testBundle) runPool(t *testing.T, h queue.Handler, cfg queue.Config) *q
 
 // startPool runs a pool until the test ends, woken by NOTIFY when notify
 // is set (otherwise only in-process and by its poll).
-func (b *testBundle) startPool(t *testing.T, h queue.Handler, cfg queue.Config, notify bool) *queue.Pool {
+func (b *testBundle) startPool(t *testing.T, h queue.Handler, cfg queue.Config, listen bool) *queue.Pool {
 	t.Helper()
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: h}, nil, cfg)
+	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: h}, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	if notify {
-		n := event.NewNotifier(b.store, nil)
+	if listen {
+		n := notify.NewListener(b.store, nil)
 		p.Attach(n)
 		wg.Go(func() { _ = n.Run(ctx) })
 	}
@@ -301,11 +300,11 @@ func TestDeadlineFailsARunningTask(t *testing.T) {
 func TestListenRecoversFromTerminatedConnection(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	n := event.NewNotifier(b.store, nil)
+	n := notify.NewListener(b.store, nil)
 	connected := make(chan struct{}, 10)
 	got := make(chan string, 10)
 	n.OnConnect(func() { connected <- struct{}{} })
-	n.On(wake.TaskCancel, func(p string) { got <- p })
+	n.On(notify.TaskCancel, func(p string) { got <- p })
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go n.Run(ctx) //nolint:errcheck
@@ -316,7 +315,7 @@ func TestListenRecoversFromTerminatedConnection(t *testing.T) {
 	var killed int
 	require.NoError(t, b.store.Pool().QueryRow(ctx, `
 		SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE application_name = $1 AND datname = $2`, store.ListenApplicationName, dbName).Scan(&killed))
+		WHERE application_name = $1 AND datname = $2`, notify.ListenApplicationName, dbName).Scan(&killed))
 	require.Equal(t, 1, killed)
 	waitCh(t, connected) // reconnected
 
@@ -417,7 +416,7 @@ func TestStoppingPoolStartsNothingNew(t *testing.T) {
 	})
 	cfg := queue.Config{Workers: 1, PollInterval: 20 * time.Millisecond, Grace: time.Minute,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: h}, nil, cfg)
+	p := queue.New(b.store, map[task.Kind]queue.Handler{task.KindDeploy: h}, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { _ = p.Run(ctx); close(stopped) }()

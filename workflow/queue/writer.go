@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"flightdeck/internal/backoff"
@@ -89,6 +90,13 @@ func (p *Pool) writeBatch(ctx context.Context, batch []writeReq) {
 func (p *Pool) writeRetrying(ctx context.Context, ws []store.TaskWrite) (map[string]store.Written, error) {
 	deadline := time.Now().Add(p.cfg.Lease)
 	for try := 1; ; try++ {
+		if try == 2 {
+			// the first try may have committed with its reply lost
+			ws = slices.Clone(ws)
+			for i := range ws {
+				ws[i].Retried = true
+			}
+		}
 		written, err := p.store.TaskWrites(ctx, ws)
 		if err == nil || !store.Transient(err) || ctx.Err() != nil {
 			return written, err

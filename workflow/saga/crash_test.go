@@ -3,6 +3,7 @@ package saga_test
 import (
 	"bufio"
 	"context"
+	"flightdeck/internal/notify"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -21,7 +22,6 @@ import (
 	"flightdeck/internal/testfactory"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/saga"
@@ -61,8 +61,8 @@ func runChild(url, dir string) {
 	st := store.New(pool)
 	catalog, _ := pipeline.NewCatalog(crashPipeline(dir), pausyPipeline(dir))
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: action.Registry{"exec": action.Exec{}}, RetryBase: time.Millisecond})
-	n := event.NewNotifier(st, nil)
-	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	n := notify.NewListener(st, nil)
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 8, Lease: time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 100 * time.Millisecond})
 	p.Attach(n)
 	go n.Run(ctx) //nolint:errcheck

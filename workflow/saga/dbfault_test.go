@@ -3,6 +3,7 @@ package saga_test
 import (
 	"context"
 	"encoding/json"
+	"flightdeck/internal/notify"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -16,7 +17,6 @@ import (
 	"flightdeck/internal/testfactory"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/saga"
@@ -88,9 +88,9 @@ func TestDatabaseFaultsAreNeverATasksFailure(t *testing.T) {
 			logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))
 			runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond,
 				FlushInterval: 20 * time.Millisecond, Actions: action.Registry{"test.world": w.action()}})
-			qp := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+			qp := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 				Workers: 16, Lease: 3 * time.Second, PollInterval: 50 * time.Millisecond, RescueInterval: 200 * time.Millisecond, Logger: logger})
-			n := event.NewNotifier(st, logger)
+			n := notify.NewListener(st, logger)
 			qp.Attach(n)
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup

@@ -2,6 +2,7 @@ package saga_test
 
 import (
 	"context"
+	"flightdeck/internal/notify"
 	"log/slog"
 	"sync"
 	"testing"
@@ -12,7 +13,6 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/action"
 	"flightdeck/workflow/environment"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
@@ -42,8 +42,8 @@ func TestAWaitingDeployIsHeldByAFreeze(t *testing.T) {
 		Freezes: func(ctx context.Context, teamID, env string, at time.Time) ([]environment.Span, error) {
 			return saga.APIFreezes(ctx, b.st, teamID, env, at)
 		}})
-	n := event.NewNotifier(b.st, nil)
-	p := queue.New(b.st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	n := notify.NewListener(b.st, nil)
+	p := queue.New(b.st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 2, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond, Logger: logger,
 	})
 	p.Attach(n)

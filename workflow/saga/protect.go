@@ -17,11 +17,12 @@ import (
 // environment (contract §9).
 type Protection struct {
 	Rules *environment.Rules
-	// Override is an admin's break-glass reason ("" for none); Admin says
-	// whether the submitter is an admin of the team, By who it is.
-	Override string
-	Admin    bool
-	By       string
+	// Override is a break-glass reason ("" for none); MayOverride says
+	// whether the submitter may give one in the team (task.ActOverride),
+	// By who it is.
+	Override    string
+	MayOverride bool
+	By          string
 	// RunAt is the submit's run_at (nil: as soon as it may).
 	RunAt *time.Time
 	// PromotedFrom is the deploy a promotion repeats ("" for none).
@@ -77,8 +78,8 @@ func ProtectDeploy(ctx context.Context, st *store.Store, in *store.TaskInsertPar
 			Message: fmt.Sprintf("%s takes versions matching %s; %q does not", env, e.Versions, version)}
 	}
 	if o.Override != "" {
-		if !o.Admin {
-			return &Refusal{Code: "forbidden", Field: "override", Message: "only an admin of the team may override an environment's rules"}
+		if !o.MayOverride {
+			return &Refusal{Code: "forbidden", Field: "override", Message: "overriding an environment's rules " + task.WhyNot(task.ActOverride) + " in the team"}
 		}
 		if len([]rune(o.Override)) < MinOverrideReason {
 			return &Refusal{Code: "invalid", Field: "override.reason", Message: fmt.Sprintf("an override needs a reason of at least %d characters", MinOverrideReason)}

@@ -3,6 +3,7 @@ package saga_test
 import (
 	"bufio"
 	"context"
+	"flightdeck/internal/notify"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -21,7 +22,6 @@ import (
 	"flightdeck/internal/testfactory"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/saga"
@@ -44,9 +44,9 @@ func runPool(t *testing.T, st *store.Store, actions action.Registry, pipelines .
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: 20 * time.Millisecond, Actions: actions})
-	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 4, Lease: time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond, Logger: logger})
-	n := event.NewNotifier(st, logger)
+	n := notify.NewListener(st, logger)
 	p.Attach(n)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

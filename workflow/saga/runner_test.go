@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flightdeck/internal/notify"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -19,7 +20,6 @@ import (
 	"flightdeck/internal/testfactory"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/saga"
@@ -154,8 +154,8 @@ func setupConfig(t *testing.T, more action.Registry, tweak func(*saga.Config), p
 		tweak(&cfg)
 	}
 	runner := saga.NewRunner(cfg)
-	n := event.NewNotifier(st, nil)
-	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	n := notify.NewListener(st, nil)
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 4, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond, Logger: logger,
 	})
 	p.Attach(n)

@@ -31,7 +31,7 @@ func startSagaPool(t *testing.T, st *store.Store, rec *recorder, id string, grac
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: time.Hour,
 		Actions: action.Registry{"test.do": rec.action("do"), "test.undo": rec.action("undo")}})
-	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		ID: id, Workers: 4, Lease: 2 * time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond,
 		Grace: grace, Logger: logger,
 	})

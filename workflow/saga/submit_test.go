@@ -37,7 +37,7 @@ func TestSubmittedStepsStartWithoutAWrite(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, FlushInterval: time.Hour,
 		Actions: action.Registry{"test.do": rec.action("do")}})
-	pool := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, nil, queue.Config{
+	pool := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 2, Lease: 10 * time.Second, PollInterval: 20 * time.Millisecond, Logger: logger})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

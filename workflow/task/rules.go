@@ -45,19 +45,17 @@ const (
 	StepCompensationFailed StepState = "compensation_failed"
 )
 
-// deployerOrAbove are the team roles that may submit.
-var deployerOrAbove = []string{"deployer", "approver", "admin"}
-
 // MayDecide reports whether a person with role (in the task's team) may
 // decide an approval of kind that names roles, on a task created by
 // creatorID; when not, why says so in words for people. A pipeline step is
 // never decided by the task's creator (four eyes) and needs one of the
 // named roles; an agent's tool call may be confirmed by the task's creator
-// (a deployer or above) or one of the named roles.
+// (when May ActConfirmOwnCall) or one of the named roles. role is a string
+// because the approval's roles are the names its rule lists.
 func MayDecide(kind ApprovalKind, roles []string, creatorID, actorID, role string) (ok bool, why string) {
 	switch {
 	case kind == ApprovalToolCall:
-		if actorID == creatorID && slices.Contains(deployerOrAbove, role) || slices.Contains(roles, role) {
+		if actorID == creatorID && May(Role(role), ActConfirmOwnCall) || slices.Contains(roles, role) {
 			return true, ""
 		}
 		return false, "an agent's tool call is confirmed by the task's creator or one of the roles " + joinRoles(roles)
@@ -114,13 +112,13 @@ const (
 // resume a paused task with action, and why not in words for people.
 // onFailedStep says whether the task waits on a failed step's decision:
 // then retry, skip and rollback apply, otherwise (a task a person paused)
-// continue does. Pausing, continuing, retrying and rolling back are a
-// deployer's; a skip leaves a step undone, so it takes an approver or
-// admin who did not create the task (four eyes), with a reason of at least
-// SkipCommentMin characters.
+// continue does. Who may resume at all is ActResume's rule; a skip leaves
+// a step undone, so it takes ActSkipStep's role and a person who did not
+// create the task (four eyes), with a reason of at least SkipCommentMin
+// characters.
 func MayResume(action ResumeAction, onFailedStep bool, creatorID, actorID, role, comment string) (ResumeRefusal, string) {
-	if !slices.Contains(deployerOrAbove, role) {
-		return ResumeForbidden, "resuming a task needs the role deployer, approver or admin"
+	if !May(Role(role), ActResume) {
+		return ResumeForbidden, "resuming a task " + WhyNot(ActResume)
 	}
 	switch action {
 	case ResumeContinue:
@@ -132,8 +130,8 @@ func MayResume(action ResumeAction, onFailedStep bool, creatorID, actorID, role,
 	case ResumeSkip:
 		if onFailedStep {
 			switch {
-			case role != "approver" && role != "admin":
-				return ResumeForbidden, "skipping a failed step needs the role approver or admin"
+			case !May(Role(role), ActSkipStep):
+				return ResumeForbidden, "skipping a failed step " + WhyNot(ActSkipStep)
 			case actorID == creatorID:
 				return ResumeForbidden, "you created this task, so another person must decide a skip (four eyes)"
 			case len([]rune(strings.TrimSpace(comment))) < SkipCommentMin:

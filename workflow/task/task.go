@@ -44,16 +44,20 @@ const MaxAttemptsDefault = 5
 var States = []State{StatePending, StateScheduled, StateRunning, StateAwaitingApproval, StateAwaitingInput,
 	StatePaused, StateCompensating, StateNeedsAttention, StateCompleted, StateFailed, StateCancelled}
 
+// TerminalStates are the states no transition leaves: a task in one has
+// ended. The store writes them into its statements from here.
+var TerminalStates = []State{StateCompleted, StateFailed, StateCancelled}
+
+// ClaimableStates are the states a worker claims a task in (when it holds no
+// lease): pending tasks start or resume, compensating ones undo steps.
+var ClaimableStates = []State{StatePending, StateCompensating}
+
 // Terminal reports whether no further transition can happen.
-func (s State) Terminal() bool {
-	return s == StateCompleted || s == StateFailed || s == StateCancelled
-}
+func (s State) Terminal() bool { return slices.Contains(TerminalStates, s) }
 
 // Claimable reports whether a worker may claim a task in s (when it holds
-// no lease): pending tasks start or resume, compensating ones undo steps.
-func (s State) Claimable() bool {
-	return s == StatePending || s == StateCompensating
-}
+// no lease).
+func (s State) Claimable() bool { return slices.Contains(ClaimableStates, s) }
 
 // WaitsForPerson reports whether a task in s waits for a person's decision
 // or answer (or, paused, for a person to resume it): that time is not run

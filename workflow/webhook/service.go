@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"flightdeck/internal/notify"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -32,7 +33,7 @@ type Config struct {
 // deliveries → HTTP). Several processes may run it against one database.
 type Service struct {
 	st     *store.Store
-	hub    *event.Hub
+	hub    *notify.Hub
 	cfg    Config
 	logger *slog.Logger
 	disp   *dispatcher
@@ -41,7 +42,7 @@ type Service struct {
 
 // New returns the service; hub (may be nil) wakes the dispatcher on new
 // events.
-func New(st *store.Store, hub *event.Hub, cfg Config) *Service {
+func New(st *store.Store, hub *notify.Hub, cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"flightdeck/internal/notify"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,7 +23,6 @@ import (
 	"flightdeck/internal/dbtest"
 	"flightdeck/internal/testfactory"
 	"flightdeck/store"
-	"flightdeck/workflow/event"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
 	"flightdeck/workflow/webhook"
@@ -31,14 +31,14 @@ import (
 type testBundle struct {
 	st    *store.Store
 	admin *auth.User
-	hub   *event.Hub
+	hub   *notify.Hub
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	st := store.New(dbtest.DB(t))
-	b := &testBundle{st: st, admin: testfactory.User(t, st, "admin@acme.test", "acme", auth.RoleAdmin), hub: event.NewHub()}
-	n := event.NewNotifier(st, nil)
+	b := &testBundle{st: st, admin: testfactory.User(t, st, "admin@acme.test", "acme", auth.RoleAdmin), hub: notify.NewHub()}
+	n := notify.NewListener(st, nil)
 	b.hub.Attach(n)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -71,8 +71,8 @@ func (b *testBundle) runService(t *testing.T, timeout time.Duration) {
 func (b *testBundle) runPool(t *testing.T) {
 	t.Helper()
 	h := queue.HandlerFunc(func(context.Context, *queue.Job) queue.Outcome { return queue.Outcome{State: task.StateCompleted} })
-	n := event.NewNotifier(b.st, nil)
-	p := queue.New(b.st, map[task.Kind]queue.Handler{task.KindDeploy: h}, b.hub, queue.Config{
+	n := notify.NewListener(b.st, nil)
+	p := queue.New(b.st, map[task.Kind]queue.Handler{task.KindDeploy: h}, queue.Config{
 		Workers: 4, Lease: 5 * time.Second, PollInterval: 20 * time.Millisecond, Grace: time.Second, Logger: testLogger(t),
 	})
 	p.Attach(n)

@@ -103,8 +103,8 @@ func (p *Provider) instanceStop(ctx context.Context, in action.Input, eff store.
 		return nil, err
 	}
 	stop := store.LocalStop{InstanceID: inst.ID, Host: inst.Host, Version: inst.Version}
-	if inst.PreviousID != "" {
-		old, err := p.st.LocalInstanceGet(ctx, inst.PreviousID)
+	if inst.PreviousID != nil {
+		old, err := p.st.LocalInstanceGet(ctx, *inst.PreviousID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}

@@ -1,9 +1,7 @@
-package event
+package notify
 
 import (
 	"sync"
-
-	"flightdeck/internal/wake"
 )
 
 // Hub wakes in-process subscribers of a task when its events change. It
@@ -27,7 +25,7 @@ type Subscription struct {
 	hub    *Hub
 }
 
-// NewHub returns a hub; connect it to a Notifier with Attach.
+// NewHub returns a hub; connect it to a Listener with Attach.
 func NewHub() *Hub {
 	return &Hub{subs: map[string]map[*Subscription]struct{}{}, all: map[*Subscription]struct{}{},
 		changes: map[*Changes]struct{}{}}
@@ -35,11 +33,11 @@ func NewHub() *Hub {
 
 // Attach feeds the hub from n's task_events notifications, and wakes every
 // subscriber after a reconnection (notifications may have been lost).
-func (h *Hub) Attach(n *Notifier) {
+func (h *Hub) Attach(n *Listener) {
 	h.mu.Lock()
 	h.attached = true
 	h.mu.Unlock()
-	n.On(wake.TaskEvents, h.notify)
+	n.On(TaskEvents, h.notify)
 	n.OnConnect(h.WakeAll)
 }
 
@@ -125,9 +123,16 @@ func (h *Hub) WakeAll() {
 	}
 }
 
-// notify parses "id:seq,id:seq" payloads.
-func (h *Hub) notify(payload string) {
-	seqs := wake.DecodeEvents(payload)
+// Follow wakes the hub's subscribers from b's sends in this process: a
+// write this process made wakes its own streams at once, not a NOTIFY
+// round trip later. It returns the function that stops it.
+func (h *Hub) Follow(b *Bus) (stop func()) { return b.OnEvents(h.events) }
+
+// notify reads a TaskEvents payload.
+func (h *Hub) notify(payload string) { h.events(DecodeEvents(payload)) }
+
+// events wakes the subscribers of seqs' tasks and feeds the change sets.
+func (h *Hub) events(seqs []TaskSeq) {
 	if len(seqs) == 0 {
 		return
 	}

@@ -1,13 +1,85 @@
-package store
+package notify
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
+	"sync"
+
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
+
+// Connector opens a connection for LISTEN (the store: its database, its
+// credentials), outside any pool: it is held for as long as the process
+// lives and must not count against request connections.
+type Connector interface {
+	ListenConn(ctx context.Context, applicationName string) (*pgx.Conn, error)
+}
+
+// Listener owns the process's LISTEN connection and hands each topic's
+// notifications to the handlers registered for it.
+type Listener struct {
+	db     Connector
+	logger *slog.Logger
+
+	mu        sync.RWMutex
+	handlers  map[Topic][]func(payload string)
+	connected []func()
+}
+
+// NewListener returns a listener on db; register handlers before Run.
+func NewListener(db Connector, logger *slog.Logger) *Listener {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Listener{db: db, logger: logger, handlers: map[Topic][]func(string){}}
+}
+
+// On registers fn for notifications of topic (decode the payload with
+// package wake). fn runs on the listening goroutine: it must not block.
+func (n *Listener) On(topic Topic, fn func(payload string)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.handlers[topic] = append(n.handlers[topic], fn)
+}
+
+// OnConnect registers fn to run after every (re)connection, when
+// notifications may have been missed.
+func (n *Listener) OnConnect(fn func()) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.connected = append(n.connected, fn)
+}
+
+// Run listens until ctx ends, reconnecting as needed.
+func (n *Listener) Run(ctx context.Context) error {
+	channels := make([]string, len(Topics))
+	for i, t := range Topics {
+		channels[i] = string(t)
+	}
+	return Listen(ctx, n.db, ListenParams{
+		Channels: channels,
+		Logger:   n.logger,
+		Handle: func(note Notification) {
+			n.mu.RLock()
+			hs := n.handlers[Topic(note.Channel)]
+			n.mu.RUnlock()
+			for _, h := range hs {
+				h(note.Payload)
+			}
+		},
+		Connected: func() {
+			n.mu.RLock()
+			cs := n.connected
+			n.mu.RUnlock()
+			for _, c := range cs {
+				c()
+			}
+		},
+	})
+}
 
 // Notification is one NOTIFY received on a LISTEN connection.
 type Notification struct {
@@ -36,7 +108,7 @@ const ListenApplicationName = "flightdeck-listen"
 // Listen holds a dedicated connection LISTENing on p.Channels until ctx ends,
 // reconnecting whenever the connection breaks (database restart,
 // pg_terminate_backend). It returns ctx's error.
-func (s *Store) Listen(ctx context.Context, p ListenParams) error {
+func Listen(ctx context.Context, db Connector, p ListenParams) error {
 	retry := p.Retry
 	if retry <= 0 {
 		retry = time.Second
@@ -46,7 +118,7 @@ func (s *Store) Listen(ctx context.Context, p ListenParams) error {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	for {
-		err := s.listenOnce(ctx, p)
+		err := listenOnce(ctx, db, p)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -59,12 +131,8 @@ func (s *Store) Listen(ctx context.Context, p ListenParams) error {
 	}
 }
 
-func (s *Store) listenOnce(ctx context.Context, p ListenParams) error {
-	// A connection of its own, outside the pool: it is held for as long as
-	// the process lives and must not count against request connections.
-	cfg := s.pool.Config().ConnConfig.Copy()
-	cfg.RuntimeParams["application_name"] = ListenApplicationName
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+func listenOnce(ctx context.Context, db Connector, p ListenParams) error {
+	conn, err := db.ListenConn(ctx, ListenApplicationName)
 	if err != nil {
 		return fmt.Errorf("error connecting: %w", err)
 	}

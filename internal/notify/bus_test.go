@@ -1,4 +1,4 @@
-package wake
+package notify
 
 import (
 	"context"

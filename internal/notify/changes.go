@@ -1,4 +1,4 @@
-package event
+package notify
 
 import "sync"
 
@@ -31,7 +31,7 @@ type Changes struct {
 }
 
 // SubscribeChanges returns a change set fed by every task's notifications
-// (by Publish too when the hub has no Notifier). The caller must Close it.
+// (by Publish too when the hub has no Listener). The caller must Close it.
 func (h *Hub) SubscribeChanges() *Changes {
 	c := &Changes{C: make(chan struct{}, 1), hub: h, pending: map[string]int{}}
 	h.mu.Lock()

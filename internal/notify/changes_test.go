@@ -1,4 +1,4 @@
-package event
+package notify
 
 import (
 	"strconv"
@@ -42,7 +42,7 @@ func TestChanges(t *testing.T) {
 	t.Run("AttachedHubTakesOnlyNotifications", func(t *testing.T) {
 		t.Parallel()
 		h := NewHub()
-		h.Attach(NewNotifier(nil, nil))
+		h.Attach(NewListener(nil, nil))
 		c := h.SubscribeChanges()
 		defer c.Close()
 		h.Publish("a")

@@ -1,9 +1,4 @@
-// Package wake is flightdeck's one wake-up module: the topics processes
-// NOTIFY each other on, their JSON payloads, and the Bus that sends them
-// after the writes they announce have committed, batched. A wake-up is only
-// ever a hint (invariant 3): a lost one costs a poll interval, never work,
-// since every reader reads what changed from the database.
-package wake
+package notify
 
 import (
 	"context"
@@ -14,68 +9,6 @@ import (
 	"sync"
 	"time"
 )
-
-// Topic names a LISTEN channel.
-type Topic string
-
-const (
-	// TaskReady: tasks became claimable (submitted, handed back, resumed,
-	// a concurrency key freed). Payload Ready.
-	TaskReady Topic = "task_ready"
-	// TaskEvents: tasks have new events. Payload Events.
-	TaskEvents Topic = "task_events"
-	// TaskCancel: running tasks were asked to stop and compensate. Payload
-	// Cancel.
-	TaskCancel Topic = "task_cancel"
-	// TaskPause: running tasks were asked to pause after the step they are
-	// in. Payload Cancel.
-	TaskPause Topic = "task_pause"
-)
-
-// Topics are every topic, for LISTEN.
-var Topics = []Topic{TaskReady, TaskEvents, TaskCancel, TaskPause}
-
-// Ready is TaskReady's payload: the buses that sent it (a process skips the
-// wake-ups its own bus already delivered in memory).
-type Ready struct {
-	Origins []string `json:"origins"`
-}
-
-// Events is TaskEvents' payload.
-type Events struct {
-	Tasks []TaskSeq `json:"tasks"`
-}
-
-// TaskSeq says a task has events up to Seq.
-type TaskSeq struct {
-	ID  string `json:"id"`
-	Seq int    `json:"seq"`
-}
-
-// Cancel is TaskCancel's payload.
-type Cancel struct {
-	Tasks []string `json:"tasks"`
-}
-
-// Notes are the wake-ups of writes that committed.
-type Notes struct {
-	Ready  bool
-	Events []TaskSeq
-	Cancel []string
-	Pause  []string
-}
-
-// Add merges o into n.
-func (n *Notes) Add(o Notes) {
-	n.Ready = n.Ready || o.Ready
-	n.Events = append(n.Events, o.Events...)
-	n.Cancel = append(n.Cancel, o.Cancel...)
-	n.Pause = append(n.Pause, o.Pause...)
-}
-
-func (n Notes) empty() bool {
-	return !n.Ready && len(n.Events) == 0 && len(n.Cancel) == 0 && len(n.Pause) == 0
-}
 
 // SendFunc sends notifications: topics[i] with payloads[i].
 type SendFunc func(ctx context.Context, topics, payloads []string) error
@@ -95,13 +28,15 @@ type Bus struct {
 	ready   map[int]func()
 	readyN  int
 	pause   map[int]func(ids []string)
+	events  map[int]func(seqs []TaskSeq)
 }
 
 // NewBus returns a bus that sends through send.
 func NewBus(send SendFunc) *Bus {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return &Bus{send: send, origin: hex.EncodeToString(b), ready: map[int]func(){}, pause: map[int]func([]string){}}
+	return &Bus{send: send, origin: hex.EncodeToString(b), ready: map[int]func(){}, pause: map[int]func([]string){},
+		events: map[int]func([]TaskSeq){}}
 }
 
 // Origin names this bus in its Ready payloads.
@@ -140,6 +75,23 @@ func (b *Bus) OnPause(fn func(ids []string)) (stop func()) {
 	}
 }
 
+// OnEvents calls fn in this process with the tasks each Send says have new
+// events (with their seqs), before Send returns: the Hub wakes this
+// process's streams without the NOTIFY's round trip (which follows and
+// wakes them again, harmlessly). fn must not block.
+func (b *Bus) OnEvents(fn func(seqs []TaskSeq)) (stop func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.readyN++
+	id := b.readyN
+	b.events[id] = fn
+	return func() {
+		b.mu.Lock()
+		delete(b.events, id)
+		b.mu.Unlock()
+	}
+}
+
 // Send queues n (the writes it announces have committed) and returns a
 // channel closed once it is sent, or dropped because the database could not
 // be reached.
@@ -172,12 +124,21 @@ func (b *Bus) Send(n Notes) <-chan struct{} {
 			pause = append(pause, fn)
 		}
 	}
+	var events []func([]TaskSeq)
+	if len(n.Events) > 0 {
+		for _, fn := range b.events {
+			events = append(events, fn)
+		}
+	}
 	b.mu.Unlock()
 	for _, fn := range local {
 		fn()
 	}
 	for _, fn := range pause {
 		fn(n.Pause)
+	}
+	for _, fn := range events {
+		fn(n.Events)
 	}
 	return sent
 }
@@ -247,29 +208,4 @@ func (b *Bus) encode(n Notes) (topics, payloads []string) {
 		}
 	}
 	return topics, payloads
-}
-
-// DecodeReady reads a TaskReady payload; fromOthers says whether any bus but
-// own sent it (an unreadable payload counts as another's: waking costs
-// little).
-func DecodeReady(payload, own string) (fromOthers bool) {
-	var r Ready
-	if err := json.Unmarshal([]byte(payload), &r); err != nil || len(r.Origins) == 0 {
-		return true
-	}
-	return slices.ContainsFunc(r.Origins, func(o string) bool { return o != own })
-}
-
-// DecodeEvents reads a TaskEvents payload (nothing when it is unreadable).
-func DecodeEvents(payload string) []TaskSeq {
-	var e Events
-	_ = json.Unmarshal([]byte(payload), &e)
-	return e.Tasks
-}
-
-// DecodeCancel reads a TaskCancel or TaskPause payload (nothing when it is unreadable).
-func DecodeCancel(payload string) []string {
-	var c Cancel
-	_ = json.Unmarshal([]byte(payload), &c)
-	return c.Tasks
 }
