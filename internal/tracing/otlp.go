@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -111,11 +112,79 @@ func (e *otlpExporter) post(ctx context.Context, body []byte) (retry bool, wait 
 	msg, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
 	switch res.StatusCode {
 	case http.StatusOK, http.StatusAccepted, http.StatusNoContent:
+		if rejected, why := partialSuccess(msg); rejected > 0 || why != "" {
+			// Not retried: the collector took the rest and refuses these
+			// for what they are. The SDK reports the error.
+			return false, 0, fmt.Errorf("the OTLP collector rejected %d spans: %s", rejected, why)
+		}
 		return false, 0, nil
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true, retryAfter(res.Header.Get("Retry-After")), fmt.Errorf("the OTLP collector answered %s", res.Status)
 	}
 	return false, 0, fmt.Errorf("the OTLP collector refused the spans: %s: %s", res.Status, printable(msg))
+}
+
+// partialSuccess reads an ExportTraceServiceResponse: its
+// partial_success (field 1) holds rejected_spans (1, varint) and
+// error_message (2). Anything unreadable counts as full success, as an
+// empty body does.
+func partialSuccess(b []byte) (rejected int64, why string) {
+	ps, ok := pbField(b, 1, wireBytes)
+	if !ok {
+		return 0, ""
+	}
+	if v, ok := pbField(ps, 1, wireVarint); ok {
+		n, _ := binary.Uvarint(v)
+		rejected = int64(n)
+	}
+	if v, ok := pbField(ps, 2, wireBytes); ok {
+		why = string(v)
+	}
+	return rejected, why
+}
+
+// pbField finds the last occurrence of field in a protobuf message (the
+// wire format's rule for singular fields): a varint's bytes, or a
+// length-delimited field's content.
+func pbField(b []byte, field, wire int) (val []byte, found bool) {
+	for len(b) > 0 {
+		tag, n := binary.Uvarint(b)
+		if n <= 0 {
+			return val, found
+		}
+		b = b[n:]
+		f, w := int(tag>>3), int(tag&7)
+		var v []byte
+		switch w {
+		case wireVarint:
+			_, n = binary.Uvarint(b)
+			if n <= 0 {
+				return val, found
+			}
+			v, b = b[:n], b[n:]
+		case wireFixed64, wireFixed32:
+			size := 8
+			if w == wireFixed32 {
+				size = 4
+			}
+			if len(b) < size {
+				return val, found
+			}
+			v, b = b[:size], b[size:]
+		case wireBytes:
+			l, n := binary.Uvarint(b)
+			if n <= 0 || uint64(len(b)-n) < l {
+				return val, found
+			}
+			v, b = b[n:n+int(l)], b[n+int(l):]
+		default:
+			return val, found // groups: not in OTLP
+		}
+		if f == field && w == wire {
+			val, found = v, true
+		}
+	}
+	return val, found
 }
 
 // retryAfter reads a Retry-After header: seconds or an HTTP date; 0 for

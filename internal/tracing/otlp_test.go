@@ -19,6 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // collector is a fake OTLP/HTTP receiver on 127.0.0.1: it answers each
@@ -125,6 +126,29 @@ func TestExporterPostsProtobuf(t *testing.T) {
 
 	require.NoError(t, e.Shutdown(t.Context()))
 	require.ErrorIs(t, e.ExportSpans(t.Context(), testSpans()), errStopped)
+}
+
+func TestExporterReportsPartialSuccess(t *testing.T) {
+	t.Parallel()
+	// ExportTraceServiceResponse{partial_success: {rejected_spans: 1,
+	// error_message: "span too big"}}, written with protowire rather than
+	// our own writer, after an unknown field a newer collector might add.
+	var ps []byte
+	ps = protowire.AppendTag(ps, 1, protowire.VarintType)
+	ps = protowire.AppendVarint(ps, 1)
+	ps = protowire.AppendTag(ps, 2, protowire.BytesType)
+	ps = protowire.AppendString(ps, "span too big")
+	var body []byte
+	body = protowire.AppendTag(body, 9, protowire.Fixed32Type)
+	body = protowire.AppendFixed32(body, 7)
+	body = protowire.AppendTag(body, 1, protowire.BytesType)
+	body = protowire.AppendBytes(body, ps)
+	c := newCollector(t, func(w http.ResponseWriter) { _, _ = w.Write(body) }, func(w http.ResponseWriter) { _, _ = w.Write([]byte{0x0a, 0x00}) })
+	e := exporterFor(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": c.srv.URL})
+	require.EqualError(t, e.ExportSpans(t.Context(), testSpans()), "the OTLP collector rejected 1 spans: span too big")
+	require.NoError(t, e.ExportSpans(t.Context(), testSpans()), "an empty partial_success is a success")
+	reqs, _ := c.got()
+	require.Len(t, reqs, 2, "not retried")
 }
 
 func TestExporterTracesEndpointIsUsedAsGiven(t *testing.T) {
