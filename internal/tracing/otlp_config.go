@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -51,20 +52,18 @@ func loadOTLPConfig(getenv func(string) string) (otlpConfig, error) {
 
 	// The signal's own endpoint is used as given; the general one is a
 	// base to which the signal's path is added (the specification's rule).
-	name, raw := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+	name, given := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+	raw := given
 	if raw == "" {
-		name, raw = "OTEL_EXPORTER_OTLP_ENDPOINT", strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
-		if raw == "" {
-			raw = "http://localhost:4318"
-		}
-		raw = strings.TrimRight(raw, "/") + "/v1/traces"
+		name, given = "OTEL_EXPORTER_OTLP_ENDPOINT", strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+		raw = strings.TrimRight(cmp.Or(given, "http://localhost:4318"), "/") + "/v1/traces"
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return c, fmt.Errorf("%s: not a URL: %w", name, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return c, fmt.Errorf("%s: want an http:// or https:// URL with a host (the collector's OTLP/HTTP receiver, usually :4318), got %q", name, raw)
+		return c, fmt.Errorf("%s: want an http:// or https:// URL with a host (the collector's OTLP/HTTP receiver, usually :4318), got %q", name, given)
 	}
 	c.url, c.insecure = u.String(), u.Scheme == "http"
 

@@ -239,7 +239,7 @@ func TestOTLPConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTLP/HTTP", "4318"}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "4318"}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf", `"http/json"`}},
-		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4318"}, []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://"}},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4318"}, []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://", `got "localhost:4318"`}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "ftp://collector"}, []string{"OTEL_EXPORTER_OTLP_ENDPOINT"}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://%zz"}, []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "novalue"}, []string{"OTEL_EXPORTER_OTLP_HEADERS", "novalue"}},
