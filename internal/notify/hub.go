@@ -125,14 +125,19 @@ func (h *Hub) WakeAll() {
 
 // Follow wakes the hub's subscribers from b's sends in this process: a
 // write this process made wakes its own streams at once, not a NOTIFY
-// round trip later. It returns the function that stops it.
-func (h *Hub) Follow(b *Bus) (stop func()) { return b.OnEvents(h.events) }
+// round trip later. The change sets take these only while no Listener
+// feeds the hub (the NOTIFY that follows would be a second load of each
+// task). It returns the function that stops it.
+func (h *Hub) Follow(b *Bus) (stop func()) {
+	return b.OnEvents(func(seqs []TaskSeq) { h.events(seqs, false) })
+}
 
 // notify reads a TaskEvents payload.
-func (h *Hub) notify(payload string) { h.events(DecodeEvents(payload)) }
+func (h *Hub) notify(payload string) { h.events(DecodeEvents(payload), true) }
 
-// events wakes the subscribers of seqs' tasks and feeds the change sets.
-func (h *Hub) events(seqs []TaskSeq) {
+// events wakes the subscribers of seqs' tasks and feeds the change sets
+// (see publish for notified).
+func (h *Hub) events(seqs []TaskSeq, notified bool) {
 	if len(seqs) == 0 {
 		return
 	}
@@ -141,7 +146,7 @@ func (h *Hub) events(seqs []TaskSeq) {
 	for i, ts := range seqs {
 		ids[i], cs[i] = ts.ID, Change{TaskID: ts.ID, Seq: ts.Seq}
 	}
-	h.publish(cs, ids, true)
+	h.publish(cs, ids, notified)
 }
 
 func signal(c chan struct{}) {

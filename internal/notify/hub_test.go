@@ -43,3 +43,28 @@ func TestHubFollowsBus(t *testing.T) {
 	default:
 	}
 }
+
+// With a Listener attached, what the process sends wakes its streams but
+// reaches the change sets once, by the NOTIFY: a reader does not load a
+// task twice for one write.
+func TestHubFollowingAndAttachedFeedsChangesOnce(t *testing.T) {
+	t.Parallel()
+	bus := NewBus(func(context.Context, []string, []string) error { return nil })
+	h := NewHub()
+	h.Attach(NewListener(nil, nil))
+	defer h.Follow(bus)()
+	sub := h.Subscribe("t1")
+	defer sub.Close()
+	changes := h.SubscribeChanges()
+	defer changes.Close()
+
+	bus.Send(Notes{Events: []TaskSeq{{ID: "t1", Seq: 4}}})
+	select {
+	case <-sub.C:
+	default:
+		t.Fatal("t1's stream was not woken by the send")
+	}
+	require.Empty(t, changes.Take(), "the change sets wait for the NOTIFY")
+	h.notify(`{"tasks":[{"id":"t1","seq":4}]}`)
+	require.Equal(t, []Change{{TaskID: "t1", Seq: 4}}, changes.Take())
+}
