@@ -76,12 +76,17 @@ test('environments after two deploys and a rollback', async ({ browser }) => {
   expect(env.current.task_id).toBe(rollback);
   expect(env.previous.task_id).toBe(v2);
 
-  // A phone: the page does not scroll sideways, the table scrolls in its box.
+  // A phone: a card per target, nothing scrolls sideways, and its health
+  // and actions are on the screen, not in a table's hidden columns.
   await dev.setViewportSize({ width: 390, height: 844 });
   await dev.reload();
   await expect(row(dev, app)).toBeVisible();
   const width = await dev.evaluate(() => document.documentElement.scrollWidth);
   expect(width).toBeLessThanOrEqual(390);
+  for (const testid of ['env-health', 'env-activity', 'env-rollback']) {
+    const box = (await row(dev, app).getByTestId(testid).boundingBox())!;
+    expect(box.x + box.width, testid).toBeLessThanOrEqual(390);
+  }
   await dev.screenshot({ path: '/tmp/environments-390.png', fullPage: true });
 });
 
