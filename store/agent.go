@@ -29,21 +29,9 @@ type AgentState struct {
 	UpdatedAt     time.Time       `db:"updated_at"`
 }
 
-// agentStateOne reads the one agent_states row a Query returns (none is ErrNotFound).
-func agentStateOne(rows pgx.Rows, err error) (*AgentState, error) {
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[AgentState])
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	return a, nil
-}
-
 // AgentStateGet returns a task's agent state, or ErrNotFound before its first step.
 func (s *Store) AgentStateGet(ctx context.Context, taskID string) (*AgentState, error) {
-	return agentStateOne(s.pool.Query(ctx, `SELECT * FROM agent_states WHERE task_id = $1`, taskID))
+	return oneByName[AgentState](s.pool.Query(ctx, `SELECT * FROM agent_states WHERE task_id = $1`, taskID))
 }
 
 // AgentStateView returns a visible task's agent state (team-scoped, for pages).
@@ -51,7 +39,7 @@ func (s *Store) AgentStateView(ctx context.Context, teamIDs []string, taskID str
 	if !validUUID(taskID) {
 		return nil, ErrNotFound
 	}
-	return agentStateOne(s.pool.Query(ctx, `SELECT a.* FROM agent_states a
+	return oneByName[AgentState](s.pool.Query(ctx, `SELECT a.* FROM agent_states a
 		WHERE task_id = $1 AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = a.task_id AND t.team_id = ANY($2))`, taskID, teamIDs))
 }
 
@@ -79,12 +67,9 @@ type Question struct {
 
 // questionOne reads the one agent_questions row a Query returns (none is ErrNotFound).
 func questionOne(rows pgx.Rows, err error) (*Question, error) {
+	q, err := oneByName[Question](rows, err)
 	if err != nil {
-		return nil, interpretError(err)
-	}
-	q, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Question])
-	if err != nil {
-		return nil, interpretError(err)
+		return nil, err
 	}
 	q.AskedAt = q.AskedAt.UTC()
 	return q, nil

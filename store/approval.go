@@ -99,12 +99,9 @@ func (r *approvalRow) approval() (*Approval, error) {
 
 // approvalOne reads the one approvals row a Query returns (none is ErrNotFound).
 func approvalOne(rows pgx.Rows, err error) (*Approval, error) {
+	r, err := oneByName[approvalRow](rows, err)
 	if err != nil {
-		return nil, interpretError(err)
-	}
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[approvalRow])
-	if err != nil {
-		return nil, interpretError(err)
+		return nil, err
 	}
 	return r.approval()
 }

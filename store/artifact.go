@@ -53,13 +53,9 @@ func (s *Store) ArtifactGet(ctx context.Context, teamIDs []string, id string) (*
 	if !validUUID(id) {
 		return nil, ErrNotFound
 	}
-	rows, err := s.pool.Query(ctx, `SELECT * FROM artifacts WHERE id = $1 AND team_id = ANY($2) AND complete`, id, teamIDs)
+	m, err := oneByName[ArtifactMeta](s.pool.Query(ctx, `SELECT * FROM artifacts WHERE id = $1 AND team_id = ANY($2) AND complete`, id, teamIDs))
 	if err != nil {
-		return nil, interpretError(err)
-	}
-	m, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[ArtifactMeta])
-	if err != nil {
-		return nil, interpretError(err)
+		return nil, err
 	}
 	m.CreatedAt = m.CreatedAt.UTC()
 	return m, nil

@@ -27,24 +27,6 @@ type LocalInstance struct {
 	StoppedAt  *time.Time `db:"stopped_at"`
 }
 
-// localInstances reads the local_instances rows a Query returns.
-func localInstances(rows pgx.Rows, err error) ([]LocalInstance, error) {
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[LocalInstance])
-	return out, interpretError(err)
-}
-
-// localInstanceOne reads the one row a Query returns (none is ErrNotFound).
-func localInstanceOne(rows pgx.Rows, err error) (*LocalInstance, error) {
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	i, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[LocalInstance])
-	return i, interpretError(err)
-}
-
 // LocalInstanceBeginParams describe an instance about to be started.
 type LocalInstanceBeginParams struct {
 	Team    string // team name
@@ -80,7 +62,7 @@ func (s *Store) LocalInstanceBegin(ctx context.Context, p LocalInstanceBeginPara
 		if err != nil {
 			return interpretError(err)
 		}
-		inst, err = localInstanceOne(tx.Query(ctx, `SELECT * FROM local_instances WHERE idempotency_key = $1`, p.Key))
+		inst, err = oneByName[LocalInstance](tx.Query(ctx, `SELECT * FROM local_instances WHERE idempotency_key = $1`, p.Key))
 		return err
 	})
 	return inst, err
@@ -91,12 +73,12 @@ func (s *Store) LocalInstanceGet(ctx context.Context, id string) (*LocalInstance
 	if !validUUID(id) {
 		return nil, ErrNotFound
 	}
-	return localInstanceOne(s.pool.Query(ctx, `SELECT * FROM local_instances WHERE id = $1`, id))
+	return oneByName[LocalInstance](s.pool.Query(ctx, `SELECT * FROM local_instances WHERE id = $1`, id))
 }
 
 // LocalInstanceGetByKey returns the instance an instance_start with key made.
 func (s *Store) LocalInstanceGetByKey(ctx context.Context, key string) (*LocalInstance, error) {
-	return localInstanceOne(s.pool.Query(ctx, `SELECT * FROM local_instances WHERE idempotency_key = $1`, key))
+	return oneByName[LocalInstance](s.pool.Query(ctx, `SELECT * FROM local_instances WHERE idempotency_key = $1`, key))
 }
 
 // LocalInstanceSetProcess records the process of an instance (pid, port,
@@ -127,7 +109,7 @@ func (s *Store) LocalInstanceActivate(ctx context.Context, id string, eff LocalE
 	var act LocalActivation
 	var stale []LocalInstance
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		inst, err := localInstanceOne(tx.Query(ctx, `SELECT * FROM local_instances WHERE id = $1 FOR UPDATE`, id))
+		inst, err := oneByName[LocalInstance](tx.Query(ctx, `SELECT * FROM local_instances WHERE id = $1 FOR UPDATE`, id))
 		if err != nil {
 			return err
 		}
@@ -151,7 +133,7 @@ func (s *Store) LocalInstanceActivate(ctx context.Context, id string, eff LocalE
 		if prev != nil {
 			act.PreviousID = *prev
 		}
-		stale, err = localInstances(tx.Query(ctx, `SELECT * FROM local_instances
+		stale, err = byName[LocalInstance](tx.Query(ctx, `SELECT * FROM local_instances
 			WHERE host = $1 AND node = $2 AND state = 'running' AND id <> $3 AND id IS DISTINCT FROM $4::uuid`, inst.Host, inst.Node, id, prev))
 		if err != nil {
 			return err
@@ -182,7 +164,7 @@ func (s *Store) LocalInstanceStopped(ctx context.Context, stop LocalStop, eff Lo
 // LocalInstanceListByNode lists the instances on node in one of states,
 // oldest first (crash recovery).
 func (s *Store) LocalInstanceListByNode(ctx context.Context, node string, states ...string) ([]LocalInstance, error) {
-	return localInstances(s.pool.Query(ctx, `SELECT * FROM local_instances
+	return byName[LocalInstance](s.pool.Query(ctx, `SELECT * FROM local_instances
 		WHERE node = $1 AND state = ANY($2) ORDER BY created_at`, node, states))
 }
 
@@ -210,6 +192,6 @@ func (s *Store) LocalInstanceReplaceProcess(ctx context.Context, id string, oldP
 // no attempt touching them for longer than idle (by the database clock):
 // starts whose worker died and whose task did not come back for them.
 func (s *Store) LocalInstanceListAbandoned(ctx context.Context, node string, idle time.Duration) ([]LocalInstance, error) {
-	return localInstances(s.pool.Query(ctx, `SELECT * FROM local_instances
+	return byName[LocalInstance](s.pool.Query(ctx, `SELECT * FROM local_instances
 		WHERE node = $1 AND state = 'starting' AND updated_at < now() - make_interval(secs => $2) ORDER BY created_at`, node, idle.Seconds()))
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"flightdeck/workflow/task"
 )
 
@@ -30,12 +28,7 @@ type StepRow struct {
 // StepList returns a task's steps in order (no team check: callers either
 // hold the task's lease or checked access already).
 func (s *Store) StepList(ctx context.Context, taskID string) ([]StepRow, error) {
-	rows, err := s.pool.Query(ctx, `SELECT * FROM task_steps WHERE task_id = $1 ORDER BY idx`, taskID)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[StepRow])
-	return out, interpretError(err)
+	return byName[StepRow](s.pool.Query(ctx, `SELECT * FROM task_steps WHERE task_id = $1 ORDER BY idx`, taskID))
 }
 
 // StepSave is a step row as its worker holds it, written whole with the
