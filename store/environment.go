@@ -45,8 +45,8 @@ type EnvironmentListParams struct {
 }
 
 // EnvironmentList returns the targets that have had a deploy, by pipeline
-// and target. It reads the environments rows (one per target, kept by the
-// writes that submit and complete deploys) and, per target, index probes
+// and target. It reads the environments rows (one per target, made by the
+// write that submits its first deploy) and, per target, index probes
 // only: what runs and waits from one read of the index of unfinished
 // tasks, the history from the index of completed deploys, so it costs the
 // same at a million tasks as at ten.
@@ -65,9 +65,19 @@ func (s *Store) EnvironmentList(ctx context.Context, p EnvironmentListParams) ([
 				JOIN users hu ON hu.id = h.created_by)
 		FROM environments e
 		JOIN teams tm ON tm.id = e.team_id
-		LEFT JOIN tasks c ON c.id = e.current_task_id
+		-- current: the target's last completed deploy; previous: the last
+		-- one before it whose params differ (what a rollback deploys
+		-- again). Both read tasks_team_id_target_key_completed_idx, so
+		-- promotion, rollback and protection decide on the tasks
+		-- themselves, never on a row kept beside them.
+		LEFT JOIN LATERAL (SELECT * FROM tasks
+			WHERE team_id = e.team_id AND pipeline = e.pipeline AND target_key = e.target_key AND state = 'completed'
+			ORDER BY finished_at DESC, id DESC LIMIT 1) c ON true
 		LEFT JOIN users cu ON cu.id = c.created_by
-		LEFT JOIN tasks pr ON pr.id = e.previous_task_id
+		LEFT JOIN LATERAL (SELECT * FROM tasks
+			WHERE team_id = e.team_id AND pipeline = e.pipeline AND target_key = e.target_key AND state = 'completed'
+				AND params <> c.params
+			ORDER BY finished_at DESC, id DESC LIMIT 1) pr ON true
 		LEFT JOIN users pu ON pu.id = pr.created_by
 		-- what runs and what waits, from one range of
 		-- tasks_team_id_target_key_unfinished_idx: the first task past its

@@ -88,10 +88,16 @@ func (s *Store) OutboxRead(ctx context.Context, name string, types []string, lim
 	if cur.TxID, err = strconv.ParseUint(txid, 10, 64); err != nil {
 		return OutboxBatch{}, fmt.Errorf("error parsing outbox cursor: %w", err)
 	}
+	return outboxScan(ctx, s.pool, cur, types, limit)
+}
+
+// outboxScan reads up to limit rows after cur (OutboxRead), on a pool or in
+// a transaction.
+func outboxScan(ctx context.Context, q rowsQuerier, cur OutboxPos, types []string, limit int) (OutboxBatch, error) {
 	// The read walks task_event_batches_txid_idx in order. Each batch holds
 	// at least one event, so limit batches hold enough; the first may hold
 	// events at or before the cursor (a read that stopped inside it).
-	rows, err := s.pool.Query(ctx, `
+	rows, err := q.Query(ctx, `
 		SELECT b.txid::text, b.task_id::text, b.first_seq, b.created_at, b.events, t.team_id::text
 		FROM task_event_batches b JOIN tasks t ON t.id = b.task_id
 		WHERE (b.txid, b.task_id, b.last_seq) > ($1::text::xid8, $2::uuid, $3)

@@ -20,11 +20,14 @@ type Store struct {
 	pool  *pgxpool.Pool
 	wake  *notify.Bus
 	names *names
+	// folds wakes the rollup fold when this process ends tasks (buffered
+	// 1: a wake-up pending is enough).
+	folds chan struct{}
 }
 
 // New wraps a pool.
 func New(pool *pgxpool.Pool) *Store {
-	s := &Store{pool: pool, names: &names{}}
+	s := &Store{pool: pool, names: &names{}, folds: make(chan struct{}, 1)}
 	s.wake = notify.NewBus(s.sendNotifications)
 	return s
 }
@@ -33,7 +36,7 @@ func New(pool *pgxpool.Pool) *Store {
 // this process still is) and caches: the web requests' store, whose pool
 // bounds every statement (OpenRequests), beside the workers' own.
 func (s *Store) WithPool(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, wake: s.wake, names: s.names}
+	return &Store{pool: pool, wake: s.wake, names: s.names, folds: s.folds}
 }
 
 // Open connects a pool to url. The connect timeout keeps requests answering
@@ -133,6 +136,7 @@ func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		return interpretError(err)
 	}
 	s.wake.Send(wtx.notes)
+	s.foldWake(wtx.notes)
 	return nil
 }
 

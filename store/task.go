@@ -247,13 +247,9 @@ func (s *Store) TaskList(ctx context.Context, p TaskListParams) ([]*task.Task, s
 				AND ($4::text = '' OR t.pipeline = $4)
 				AND ($5::text = '' OR t.created_by IN (SELECT id FROM users WHERE email = $5))
 				AND ($6::smallint = 0 OR t.priority = $6)
+				-- no bound from derived state (the rollups): a task the fold
+				-- has not counted yet is listed all the same
 				AND ($7::timestamptz = '-infinity' OR t.finished_at >= $7)
-				-- tasks that ended since $7 were created since the earliest
-				-- creation the rollups of those days record: the scan ends
-				-- there instead of at the start of the history
-				AND t.created_at >= CASE WHEN $7 = '-infinity' THEN '-infinity' ELSE (
-					SELECT coalesce(min(r.created_min), 'infinity') FROM task_rollups r
-					WHERE r.team_id = team.id AND r.day >= ($7 AT TIME ZONE 'UTC')::date) END
 				AND ($8::timestamptz = 'infinity' OR t.finished_at < $8)
 				AND (t.created_at, t.id) < ($9::timestamptz, $10::uuid)
 			ORDER BY t.created_at DESC, t.id DESC LIMIT $11) t

@@ -13,13 +13,14 @@ import (
 	"flightdeck/workflow/task"
 )
 
-// What the writes that end tasks keep beside the tasks, in the transaction
-// that ends them: the dashboard's rollups (task_rollups, task_minutes,
-// deploy_failures) and what is deployed where (environments). The rules
-// are the pure functions below (unit tested); taskEnded reads the rows
-// they start from and writes what they make.
+// What the rollup fold (rollup_fold.go) keeps beside the tasks, out of the
+// write path: the dashboard's rollups (task_rollups, task_minutes) and time
+// to restore (deploy_failures). The rules are the pure functions below
+// (unit tested); taskEnded reads the rows they start from and writes what
+// they make. What is deployed where is no such state: it is read from the
+// tasks (EnvironmentList).
 
-// Ended is a task a write just ended, as the rollups and environments see it.
+// Ended is a task that ended, as the rollups see it.
 type Ended struct {
 	ID, TeamID string
 	Kind       task.Kind
@@ -29,14 +30,10 @@ type Ended struct {
 	StartedAt  *time.Time
 	FinishedAt time.Time
 	WaitedMS   int64
-	// TargetKey is the deploy's target (pipeline.TargetKey), "" for none.
-	TargetKey string
 	// RestoreTarget names the deploy's target for time to restore: the
 	// pipeline and its target key (or, for deploys made before target keys,
 	// its concurrency key, else its params but the version).
 	RestoreTarget string
-	// Params are the task's public params as canonical JSON (jsonb's text).
-	Params string
 }
 
 // RollupAdd is what ended tasks add to one row of task_rollups.
@@ -66,13 +63,6 @@ type Failing struct {
 	TeamID string    `db:"team_id"`
 	Target string    `db:"target"`
 	Since  time.Time `db:"since"`
-}
-
-// EnvRow is an environments row: a target's current and previous deploy.
-type EnvRow struct {
-	TeamID, Pipeline, TargetKey string
-	Current, Previous           string // task ids, "" for none
-	CurrentParams               string // the current deploy's params (canonical JSON)
 }
 
 // msBucket is the rollup bucket of a run time: quarter powers of two of
@@ -245,66 +235,16 @@ func RestoreFold(ended []Ended, failing []Failing) (restored []RollupAdd, still 
 	return restored, still, cleared
 }
 
-// EnvironmentFold makes completed deploys their targets' current one, in
-// finish order, starting from the targets' rows (rows). The current one
-// moves to previous only when their params differ: redeploying what runs
-// keeps the version to roll back to. It returns the rows that changed.
-func EnvironmentFold(ended []Ended, rows []EnvRow) []EnvRow {
-	type key struct{ team, pipeline, target string }
-	cur := map[key]*EnvRow{}
-	for _, r := range rows {
-		r := r
-		cur[key{r.TeamID, r.Pipeline, r.TargetKey}] = &r
-	}
-	var done []Ended
-	for _, e := range ended {
-		if e.Kind == task.KindDeploy && e.State == task.StateCompleted && e.TargetKey != "" {
-			done = append(done, e)
-		}
-	}
-	slices.SortStableFunc(done, func(a, b Ended) int {
-		return cmp.Or(a.FinishedAt.Compare(b.FinishedAt), cmp.Compare(a.ID, b.ID))
-	})
-	var order []key
-	for _, d := range done {
-		k := key{d.TeamID, d.Pipeline, d.TargetKey}
-		r := cur[k]
-		if r == nil {
-			r = &EnvRow{TeamID: d.TeamID, Pipeline: d.Pipeline, TargetKey: d.TargetKey}
-			cur[k] = r
-		}
-		if !slices.Contains(order, k) {
-			order = append(order, k)
-		}
-		if r.Current != "" && r.Current != d.ID && r.CurrentParams != d.Params {
-			r.Previous = r.Current
-		}
-		r.Current, r.CurrentParams = d.ID, d.Params
-	}
-	out := make([]EnvRow, 0, len(order))
-	for _, k := range order {
-		out = append(out, *cur[k])
-	}
-	return out
-}
-
-// taskEnded keeps the rollups and environments of tasks that tx's writes
-// ended: it reads the rows the rules start from, applies them, and writes
-// what changed, in tx.
-func taskEnded(ctx context.Context, tx pgx.Tx, ended []Ended) error {
+// taskEndedSince keeps the rollups and time to restore of ended tasks in
+// tx, counting in task_minutes only the tasks that ended from minutesSince
+// on: it reads the rows the rules start from, applies them, and writes what
+// changed.
+func taskEndedSince(ctx context.Context, tx pgx.Tx, ended []Ended, minutesSince time.Time) error {
 	if len(ended) == 0 {
 		return nil
 	}
-	// they ended now: all of them count in the last day's throughput
-	return taskEndedSince(ctx, tx, ended, time.Time{})
-}
-
-// taskEndedSince is taskEnded, counting in task_minutes only the tasks that
-// ended from minutesSince on.
-func taskEndedSince(ctx context.Context, tx pgx.Tx, ended []Ended, minutesSince time.Time) error {
 	rollups, minutes := RollupFold(ended, minutesSince)
 	var failing []Failing
-	var envs []EnvRow
 	if deploys := restoreDeploys(ended); len(deploys) > 0 {
 		teams, targets := make([]string, len(deploys)), make([]string, len(deploys))
 		for i, d := range deploys {
@@ -320,35 +260,10 @@ func taskEndedSince(ctx context.Context, tx pgx.Tx, ended []Ended, minutesSince 
 		if failing, err = pgx.CollectRows(rows, pgx.RowToStructByName[Failing]); err != nil {
 			return interpretError(err)
 		}
-		var teamIDs, pipelines, keys []string
-		for _, d := range deploys {
-			if d.State == task.StateCompleted && d.TargetKey != "" {
-				teamIDs, pipelines, keys = append(teamIDs, d.TeamID), append(pipelines, d.Pipeline), append(keys, d.TargetKey)
-			}
-		}
-		if len(teamIDs) > 0 {
-			rows, err := tx.Query(ctx, `
-				SELECT e.team_id::text AS team_id, e.pipeline, e.target_key, COALESCE(e.current_task_id::text, '') AS current,
-					COALESCE(e.previous_task_id::text, '') AS previous, COALESCE(c.params::text, '') AS current_params
-				FROM environments e LEFT JOIN tasks c ON c.id = e.current_task_id
-				WHERE (e.team_id, e.pipeline, e.target_key) IN (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]))
-				ORDER BY e.team_id, e.pipeline, e.target_key FOR UPDATE OF e`, teamIDs, pipelines, keys)
-			if err != nil {
-				return interpretError(err)
-			}
-			cur, err := pgx.CollectRows(rows, pgx.RowToStructByName[envRowDB])
-			if err != nil {
-				return interpretError(err)
-			}
-			for _, r := range cur {
-				envs = append(envs, EnvRow(r))
-			}
-		}
 	}
 	restored, still, cleared := RestoreFold(ended, failing)
 	rollups = append(rollups, restored...)
 	sortRollups(rollups)
-	envs = EnvironmentFold(ended, envs)
 
 	var r rollupArrays
 	for _, x := range rollups {
@@ -373,16 +288,9 @@ func taskEndedSince(ctx context.Context, tx pgx.Tx, ended []Ended, minutesSince 
 	for _, x := range cleared {
 		c.teams, c.targets = append(c.teams, x.TeamID), append(c.targets, x.Target)
 	}
-	var e struct {
-		teams, pipelines, keys []string
-		current, previous      []*string
-	}
-	for _, x := range envs {
-		e.teams, e.pipelines, e.keys = append(e.teams, x.TeamID), append(e.pipelines, x.Pipeline), append(e.keys, x.TargetKey)
-		e.current, e.previous = append(e.current, nonEmpty(x.Current)), append(e.previous, nonEmpty(x.Previous))
-	}
 	// Rows per writer: a row's shard is the session's backend pid modulo
-	// 8, so concurrent writers upsert different rows and readers sum them.
+	// 8, so a rebuild beside the fold upserts different rows and readers
+	// sum them.
 	_, err := tx.Exec(ctx, `
 		WITH rollups AS (
 			INSERT INTO task_rollups AS r (team_id, day, pipeline, outcome, bucket, shard, tasks, ms, waited_ms, created_min)
@@ -401,30 +309,15 @@ func taskEndedSince(ctx context.Context, tx pgx.Tx, ended []Ended, minutesSince 
 			INSERT INTO deploy_failures AS f (team_id, target, since)
 			SELECT * FROM unnest($14::uuid[], $15::text[], $16::timestamptz[])
 			ON CONFLICT (team_id, target) DO UPDATE SET since = excluded.since
-		), cleared AS (
-			DELETE FROM deploy_failures f USING unnest($17::uuid[], $18::text[]) AS x(team_id, target)
-			WHERE f.team_id = x.team_id AND f.target = x.target
 		)
-		INSERT INTO environments AS e (team_id, pipeline, target_key, current_task_id, previous_task_id)
-		SELECT * FROM unnest($19::uuid[], $20::text[], $21::text[], $22::uuid[], $23::uuid[])
-		ON CONFLICT (team_id, pipeline, target_key) DO UPDATE
-			SET current_task_id = excluded.current_task_id, previous_task_id = excluded.previous_task_id`,
+		DELETE FROM deploy_failures f USING unnest($17::uuid[], $18::text[]) AS x(team_id, target)
+		WHERE f.team_id = x.team_id AND f.target = x.target`,
 		r.teams, r.days, r.pipelines, r.outcomes, r.buckets, r.tasks, r.ms, r.waited, r.createdMin,
-		m.teams, m.minutes, m.outcomes, m.tasks, f.teams, f.targets, f.since, c.teams, c.targets,
-		e.teams, e.pipelines, e.keys, e.current, e.previous)
+		m.teams, m.minutes, m.outcomes, m.tasks, f.teams, f.targets, f.since, c.teams, c.targets)
 	if err != nil {
 		return fmt.Errorf("error keeping rollups: %w", interpretError(err))
 	}
 	return nil
-}
-
-type envRowDB struct {
-	TeamID        string `db:"team_id"`
-	Pipeline      string `db:"pipeline"`
-	TargetKey     string `db:"target_key"`
-	Current       string `db:"current"`
-	Previous      string `db:"previous"`
-	CurrentParams string `db:"current_params"`
 }
 
 type rollupArrays struct {
@@ -448,17 +341,20 @@ func nonEmpty(s string) *string {
 	return &s
 }
 
-// RollupRebuild works a team's rollups, time to restore and environments
-// out of its finished tasks again, from scratch, in finish order: the same
-// rules the writes that end tasks follow, for a history made without them
-// (a bulk load, bench pages' fill) or to repair figures.
+// RollupRebuild works a team's rollups and time to restore out of its
+// finished tasks again, from scratch, in finish order: the same rules the
+// fold follows, for a history made without it (a bulk load, bench pages'
+// fill) or to repair figures. It locks the fold's cursor first, so no fold
+// adds a task it already counted.
 func (s *Store) RollupRebuild(ctx context.Context, teamID string) error {
 	return s.withTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM outbox_cursors WHERE name = $1 FOR UPDATE`, rollupCursor); err != nil {
+			return interpretError(err)
+		}
 		_, err := tx.Exec(ctx, `
 			WITH r AS (DELETE FROM task_rollups WHERE team_id = $1),
-				m AS (DELETE FROM task_minutes WHERE team_id = $1),
-				f AS (DELETE FROM deploy_failures WHERE team_id = $1)
-			UPDATE environments SET current_task_id = NULL, previous_task_id = NULL WHERE team_id = $1`, teamID)
+				m AS (DELETE FROM task_minutes WHERE team_id = $1)
+			DELETE FROM deploy_failures WHERE team_id = $1`, teamID)
 		if err != nil {
 			return interpretError(err)
 		}
@@ -476,11 +372,15 @@ func (s *Store) RollupRebuild(ctx context.Context, teamID string) error {
 		}
 		rows, err := tx.Query(ctx, `
 			SELECT id::text AS id, team_id::text AS team_id, kind, pipeline, state, created_at, started_at, finished_at, waited_ms,
-				COALESCE(target_key, '') AS target_key,
-				pipeline || ' ' || COALESCE(target_key, concurrency_key, (params - 'version')::text) AS restore_target,
-				params::text AS params
-			FROM tasks WHERE team_id = $1 AND state IN `+terminalStates+` AND finished_at IS NOT NULL
-			ORDER BY finished_at, id`, teamID)
+				`+restoreTargetSQL+` AS restore_target
+			FROM tasks t WHERE team_id = $1 AND state IN `+terminalStates+` AND finished_at IS NOT NULL
+				-- a task whose end the fold has not reached yet is the fold's
+				-- to count, not the rebuild's
+				AND NOT EXISTS (SELECT 1 FROM outbox_cursors c, task_event_batches b
+					CROSS JOIN LATERAL json_array_elements(b.events::json) WITH ORDINALITY x(e, ord)
+					WHERE c.name = $2 AND b.task_id = t.id AND x.e->>'type' = ANY($3)
+						AND (b.txid, b.task_id, b.first_seq + x.ord::int - 1) > (c.txid, c.task_id, c.seq))
+			ORDER BY finished_at, id`, teamID, rollupCursor, terminalEventTypes)
 		if err != nil {
 			return interpretError(err)
 		}
@@ -491,9 +391,7 @@ func (s *Store) RollupRebuild(ctx context.Context, teamID string) error {
 		for chunk := range slices.Chunk(all, 1000) {
 			ended := make([]Ended, len(chunk))
 			for i, r := range chunk {
-				ended[i] = Ended{ID: r.ID, TeamID: r.TeamID, Kind: task.Kind(r.Kind), Pipeline: r.Pipeline, State: task.State(r.State),
-					CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, WaitedMS: r.WaitedMS,
-					TargetKey: r.TargetKey, RestoreTarget: r.RestoreTarget, Params: r.Params}
+				ended[i] = r.ended()
 			}
 			if err := taskEndedSince(ctx, tx, ended, now.Add(-24*time.Hour)); err != nil {
 				return err
@@ -513,7 +411,14 @@ type endedRow struct {
 	StartedAt     *time.Time `db:"started_at"`
 	FinishedAt    time.Time  `db:"finished_at"`
 	WaitedMS      int64      `db:"waited_ms"`
-	TargetKey     string     `db:"target_key"`
 	RestoreTarget string     `db:"restore_target"`
-	Params        string     `db:"params"`
 }
+
+func (r endedRow) ended() Ended {
+	return Ended{ID: r.ID, TeamID: r.TeamID, Kind: task.Kind(r.Kind), Pipeline: r.Pipeline, State: task.State(r.State),
+		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, WaitedMS: r.WaitedMS,
+		RestoreTarget: r.RestoreTarget}
+}
+
+// restoreTargetSQL is Ended.RestoreTarget of a tasks row t.
+const restoreTargetSQL = `t.pipeline || ' ' || COALESCE(t.target_key, t.concurrency_key, (t.params - 'version')::text)`

@@ -83,18 +83,3 @@ func TestRestoreFold(t *testing.T) {
 		require.Empty(t, cleared)
 	})
 }
-
-func TestEnvironmentFold(t *testing.T) {
-	done := func(id, params string, min int) Ended {
-		return Ended{ID: id, TeamID: "T", Kind: task.KindDeploy, Pipeline: "web", State: task.StateCompleted, TargetKey: "k",
-			Params: params, FinishedAt: t0.Add(time.Duration(min) * time.Minute)}
-	}
-	rows := EnvironmentFold([]Ended{done("1", `{"v": 1}`, 1), done("2", `{"v": 2}`, 2), done("3", `{"v": 2}`, 3)}, nil)
-	require.Equal(t, []EnvRow{{TeamID: "T", Pipeline: "web", TargetKey: "k", Current: "3", Previous: "1", CurrentParams: `{"v": 2}`}}, rows,
-		"redeploying what runs keeps the version to roll back to")
-
-	failed := done("4", `{"v": 9}`, 4)
-	failed.State = task.StateFailed
-	rows = EnvironmentFold([]Ended{failed}, []EnvRow{{TeamID: "T", Pipeline: "web", TargetKey: "k", Current: "3"}})
-	require.Empty(t, rows, "only completed deploys move a target on")
-}

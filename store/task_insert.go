@@ -231,8 +231,9 @@ func (r insertResult) task(p TaskInsertParams) *task.Task {
 // taskInsertLocked inserts in a transaction: with a pending bound under the
 // team's submission lock, so the pending count it checks cannot change
 // before it commits; under cancel_newest after reading who holds the key
-// (task.CancelledOnSubmit decides), and a task cancelled at once is counted
-// in the rollups as it commits, like any task that ends.
+// (task.CancelledOnSubmit decides); a task cancelled at once is counted in
+// the rollups by the fold, at its task.cancelled event, like any task that
+// ends.
 func (s *Store) taskInsertLocked(ctx context.Context, p TaskInsertParams) (res insertResult, err error) {
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
 		if p.MaxPending > 0 {
@@ -254,14 +255,8 @@ func (s *Store) taskInsertLocked(ctx context.Context, p TaskInsertParams) (res i
 				p.Events = []task.Event{{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: "Task cancelled: " + why, Data: data}}
 			}
 		}
-		if res, err = s.taskInsertOnce(ctx, tx, p); err != nil {
-			return err
-		}
-		if res.insertedID == "" || !task.State(res.state).Terminal() || res.finishedAt == nil {
-			return nil
-		}
-		return taskEnded(ctx, tx, []Ended{{ID: res.insertedID, TeamID: p.TeamID, Kind: p.Kind, Pipeline: p.Pipeline,
-			State: task.State(res.state), CreatedAt: res.createdAt, FinishedAt: *res.finishedAt, TargetKey: p.TargetKey}})
+		res, err = s.taskInsertOnce(ctx, tx, p)
+		return err
 	})
 	return res, err
 }

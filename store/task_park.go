@@ -109,8 +109,10 @@ func approvalsRequest(ctx context.Context, tx pgx.Tx, teamID, taskID string, p A
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9),
 				-- what a deploy changes: its target's current deploy's params and its own
 				(SELECT jsonb_build_object('from', c.params, 'to', t.params) FROM tasks t
-					LEFT JOIN environments e ON e.team_id = t.team_id AND e.pipeline = t.pipeline AND e.target_key = t.target_key
-					LEFT JOIN tasks c ON c.id = e.current_task_id
+					-- the target's current deploy: its last completed one
+					LEFT JOIN LATERAL (SELECT params FROM tasks
+						WHERE team_id = t.team_id AND pipeline = t.pipeline AND target_key = t.target_key AND state = 'completed'
+						ORDER BY finished_at DESC, id DESC LIMIT 1) c ON true
 					WHERE t.id = $1 AND t.kind = 'deploy'))
 			ON CONFLICT (task_id, step_idx, attempt) DO UPDATE SET state = 'pending', requested_at = now(),
 				expires_at = EXCLUDED.expires_at, decided_by = NULL, decided_at = NULL, comment = NULL,

@@ -75,22 +75,26 @@ type Written struct {
 // parks reports whether w writes more than the task row, events and steps.
 func (w *TaskWrite) parks() bool { return w.Approvals != nil || w.Question != nil || w.Agent != nil }
 
-// TaskWrites applies many workers' writes in one transaction (the queue's
-// batched writer: a write costs its rows, not a round trip and a commit of
-// its own) and returns, per task id, what each applied write left; a write
-// whose lease was lost is missing from it. A batch holds at most one write
-// per task. Writes that park a task (approvals, a question, the agent's
-// state) add their rows in the same transaction.
+// TaskWrites applies many workers' writes in one autocommit statement (the
+// queue's batched writer: a write costs its rows, not a round trip and a
+// commit of its own) and returns, per task id, what each applied write
+// left; a write whose lease was lost is missing from it. A batch holds at
+// most one write per task. Writes that end tasks touch no shared row: the
+// rollups are folded from the outbox afterwards (RollupFoldOnce) and what
+// is deployed where is read from the tasks. Only writes that park a task
+// (approvals, a question, the agent's state) take a transaction, to add
+// their rows with it.
 func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Written, error) {
 	if len(ws) == 0 {
 		return nil, nil
 	}
-	if !slices.ContainsFunc(ws, func(w TaskWrite) bool { return w.parks() || w.State.Terminal() }) {
-		out, _, notes, err := taskApply(ctx, s.pool, ws)
+	if !slices.ContainsFunc(ws, func(w TaskWrite) bool { return w.parks() }) {
+		out, notes, err := taskApply(ctx, s.pool, ws)
 		if err != nil {
 			return nil, err
 		}
 		s.wake.Send(notes)
+		s.foldWake(notes)
 		return out, nil
 	}
 	var out map[string]Written
@@ -127,14 +131,10 @@ func (s *Store) TaskWrites(ctx context.Context, ws []TaskWrite) (map[string]Writ
 }
 
 // taskApplyTx applies ws in tx (for a person's or the system's change, tx
-// locked the rows first) and keeps the rollups and environments of the
-// tasks they end.
+// locked the rows first).
 func taskApplyTx(ctx context.Context, tx pgx.Tx, ws ...TaskWrite) (map[string]Written, error) {
-	out, ended, notes, err := taskApply(ctx, tx, ws)
+	out, notes, err := taskApply(ctx, tx, ws)
 	if err != nil {
-		return nil, err
-	}
-	if err := taskEnded(ctx, tx, ended); err != nil {
 		return nil, err
 	}
 	noteTx(tx, notes)
@@ -151,9 +151,9 @@ type rowsQuerier interface {
 // the events, encoded by the one codec, as one batch row per task, so a
 // state change and its events always commit together (invariant 6). Tasks
 // are updated in id order, as concurrent batches and claims lock rows, so
-// they do not deadlock. It returns what it applied, the tasks it ended
-// (whose rollups the caller keeps, taskEnded) and what to announce.
-func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]Written, []Ended, notify.Notes, error) {
+// they do not deadlock. It returns what it applied and what to announce
+// (Ended: it ended tasks, which wakes the rollup fold).
+func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]Written, notify.Notes, error) {
 	ws = slices.Clone(ws)
 	slices.SortFunc(ws, func(a, b TaskWrite) int { return cmp.Compare(a.ID, b.ID) })
 	n := len(ws)
@@ -205,10 +205,7 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 			WHERE t.id = i.id AND (i.token IS NULL OR t.lease_token = i.token)
 				-- a write retried after its commit's reply was lost is not applied again
 				AND (i.write_id IS NULL OR t.last_write IS DISTINCT FROM i.write_id)
-			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed, i.finished,
-				t.team_id, t.kind, t.pipeline, t.created_at, t.started_at, t.finished_at, t.waited_ms, t.target_key,
-				CASE WHEN i.finished THEN t.pipeline || ' ' || COALESCE(t.target_key, t.concurrency_key, (t.params - 'version')::text) END AS restore_target,
-				CASE WHEN i.finished THEN t.params::text END AS params
+			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed, i.finished
 		), written_events AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
 			SELECT id, last_seq - n + 1, last_seq, events FROM written WHERE n > 0
@@ -227,13 +224,11 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				output = excluded.output, error = excluded.error, started_at = excluded.started_at,
 				finished_at = excluded.finished_at, compensated_at = excluded.compensated_at
 		)
-		SELECT id, state, last_seq, keyed, finished, team_id, kind, pipeline, created_at, started_at, finished_at, waited_ms,
-			target_key, restore_target, params FROM written
+		SELECT id, state, last_seq, keyed, finished FROM written
 		UNION ALL
 		-- applied by an earlier try of the same write (this statement's
 		-- snapshot predates its own updates): answered as written, once
-		SELECT t.id, t.state, t.last_seq, false, false, t.team_id, t.kind, t.pipeline, t.created_at, t.started_at, t.finished_at,
-			t.waited_ms, t.target_key, NULL, NULL
+		SELECT t.id, t.state, t.last_seq, false, false
 		FROM tasks t JOIN input i ON t.id = i.id AND t.last_write = i.write_id
 		WHERE $36::bool`,
 		in.ids, in.tokens, in.states, in.release, in.errs, in.keepErr, in.results, in.runAfter, in.bump, in.finished,
@@ -242,57 +237,34 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs, in.writeIDs,
 		slices.ContainsFunc(ws, func(w TaskWrite) bool { return w.Retried && w.WriteID != "" }))
 	if err != nil {
-		return nil, nil, notify.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		return nil, notify.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
 	applied, err := pgx.CollectRows(rows, pgx.RowToStructByName[appliedRow])
 	if err != nil {
-		return nil, nil, notify.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
+		return nil, notify.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
 	out := make(map[string]Written, n)
-	var ended []Ended
 	notes := notify.Notes{Events: make([]notify.TaskSeq, 0, n)}
 	for _, a := range applied {
 		state := task.State(a.State)
 		out[a.ID] = Written{State: state, LastSeq: a.LastSeq}
-		if a.Finished && a.FinishedAt != nil {
-			ended = append(ended, Ended{ID: a.ID, TeamID: a.TeamID, Kind: task.Kind(a.Kind), Pipeline: a.Pipeline, State: state,
-				CreatedAt: a.CreatedAt, StartedAt: a.StartedAt, FinishedAt: *a.FinishedAt, WaitedMS: a.WaitedMS,
-				TargetKey: deref(a.TargetKey), RestoreTarget: deref(a.RestoreTarget), Params: deref(a.Params)})
-		}
+		notes.Ended = notes.Ended || a.Finished
 		notes.Events = append(notes.Events, notify.TaskSeq{ID: a.ID, Seq: a.LastSeq})
 		// tasks handed back can be claimed at once, and so can the next
 		// task of a concurrency key its holder gave up
 		notes.Ready = notes.Ready || state.Claimable() || a.Keyed && state.Terminal()
 	}
-	return out, ended, notes, nil
+	return out, notes, nil
 }
 
 // appliedRow is a task taskApply changed, as its statement returns it.
-// Finished says this write ended it (then the rest feeds taskEnded); Keyed
-// that it held a concurrency key.
+// Finished says this write ended it; Keyed that it held a concurrency key.
 type appliedRow struct {
-	ID            string     `db:"id"`
-	State         string     `db:"state"`
-	LastSeq       int        `db:"last_seq"`
-	Keyed         bool       `db:"keyed"`
-	Finished      bool       `db:"finished"`
-	TeamID        string     `db:"team_id"`
-	Kind          string     `db:"kind"`
-	Pipeline      string     `db:"pipeline"`
-	CreatedAt     time.Time  `db:"created_at"`
-	StartedAt     *time.Time `db:"started_at"`
-	FinishedAt    *time.Time `db:"finished_at"`
-	WaitedMS      int64      `db:"waited_ms"`
-	TargetKey     *string    `db:"target_key"`
-	RestoreTarget *string    `db:"restore_target"`
-	Params        *string    `db:"params"`
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+	ID       string `db:"id"`
+	State    string `db:"state"`
+	LastSeq  int    `db:"last_seq"`
+	Keyed    bool   `db:"keyed"`
+	Finished bool   `db:"finished"`
 }
 
 // applyArrays are TaskWrites as the parallel arrays unnest wants.

@@ -21,6 +21,7 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/retention"
+	"flightdeck/workflow/rollup"
 	"flightdeck/workflow/webhook"
 )
 
@@ -130,6 +131,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	// Retention: every process prunes; the batches skip each other's rows.
 	go retention.New(st, retention.Config{Interval: cfg.CleanupInterval, WebhookDeliveries: cfg.WebhookDeliveryRetention,
 		LocalEffects: cfg.LocalEffectRetention, Logger: env.logger}).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
+	// The dashboard's figures: every process runs the fold; the one holding
+	// its cursor folds, the others skip their turn.
+	go rollup.NewFolder(st, rollup.FoldConfig{Interval: cfg.RollupInterval, Logger: env.logger}).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 	if cfg.Role != "web" { // webhooks: outbox dispatcher + delivery sender
 		go webhook.New(st, hub, webhookConfig(cfg, guard, env)).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 	}

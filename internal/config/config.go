@@ -150,6 +150,11 @@ type Config struct {
 	WebhookDeliveryRetention time.Duration
 	LocalEffectRetention     time.Duration
 	CleanupInterval          time.Duration
+	// The dashboard's figures are folded from the outbox every
+	// FLIGHTDECK_ROLLUP_INTERVAL (default 250ms; at once when this process
+	// ended tasks): how far behind the dashboards may be. Zero means the
+	// default of workflow/rollup.
+	RollupInterval time.Duration
 	// The http action's circuit breaker per host (contract §6): it opens
 	// after FLIGHTDECK_HTTP_BREAKER_THRESHOLD consecutive failures (default
 	// 5), half-opens after FLIGHTDECK_HTTP_BREAKER_COOLDOWN (30s) and closes
@@ -268,6 +273,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.WebhookDeliveryRetention = dur("FLIGHTDECK_WEBHOOK_DELIVERY_RETENTION", 0)
 	c.LocalEffectRetention = dur("FLIGHTDECK_LOCAL_EFFECT_RETENTION", 0)
 	c.CleanupInterval = dur("FLIGHTDECK_CLEANUP_INTERVAL", 0)
+	c.RollupInterval = dur("FLIGHTDECK_ROLLUP_INTERVAL", 0)
 	c.HTTPBreakerThreshold = num("FLIGHTDECK_HTTP_BREAKER_THRESHOLD", 0)
 	c.HTTPBreakerCooldown = dur("FLIGHTDECK_HTTP_BREAKER_COOLDOWN", 0)
 	c.HTTPBreakerSuccesses = num("FLIGHTDECK_HTTP_BREAKER_SUCCESSES", 0)

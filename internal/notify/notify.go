@@ -61,11 +61,15 @@ type Notes struct {
 	Events []TaskSeq
 	Cancel []string
 	Pause  []string
+	// Ended: the writes ended tasks. In-process only (no topic): it wakes
+	// the process's rollup fold at once instead of at its next tick.
+	Ended bool
 }
 
 // Add merges o into n.
 func (n *Notes) Add(o Notes) {
 	n.Ready = n.Ready || o.Ready
+	n.Ended = n.Ended || o.Ended
 	n.Events = append(n.Events, o.Events...)
 	n.Cancel = append(n.Cancel, o.Cancel...)
 	n.Pause = append(n.Pause, o.Pause...)
