@@ -122,6 +122,7 @@ func TestRunTimeLeavesOutWaitingForPeople(t *testing.T) {
 		Approve: true, ActorID: boss.ID, Actor: boss.Email, ActorRole: "approver"})
 	require.NoError(t, err)
 	testfactory.Completed(t, st, tk.ID)
+	foldAll(t, st)
 
 	rollups, err := st.TaskRollupList(ctx, u.TeamIDs(), time.Now().Add(-time.Hour), time.Now().Add(-time.Hour))
 	require.NoError(t, err)
@@ -254,9 +255,9 @@ func compareRollups(a, b store.Rollup) int {
 }
 
 // TestEndingWritesKeepRollups ends tasks through the writes that end them
-// (workers' batches, a cancel, the rescuer's give-up) and checks that what
-// those writes kept on the way equals what a rebuild from the finished
-// tasks makes: the incremental rules and the whole-history ones agree.
+// (workers' batches, a cancel) and checks that what the fold kept from
+// their events equals what a rebuild from the finished tasks makes: the
+// incremental rules and the whole-history ones agree.
 func TestEndingWritesKeepRollups(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -290,6 +291,7 @@ func TestEndingWritesKeepRollups(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, written, len(ids))
 	}
+	foldAll(t, st)
 	since := time.Now().Add(-48 * time.Hour)
 	kept, err := st.TaskRollupList(ctx, u.TeamIDs(), since, since)
 	require.NoError(t, err)

@@ -91,3 +91,57 @@ func (n planNode) reads(relation string) int {
 	}
 	return c
 }
+
+// TestEnvironmentCurrentAndPrevious: what is deployed where is read from
+// the tasks, not kept beside them: current is the target's last completed
+// deploy, previous the last one before it whose params differ (redeploying
+// what runs keeps the version to roll back to); a failed deploy moves
+// neither.
+func TestEnvironmentCurrentAndPrevious(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "env@acme.test", "acme", auth.RoleDeployer)
+	team := u.Memberships[0].TeamID
+	const target = `{"app":"shop","env":"prod"}`
+	deploy := func(version string, s task.State) string {
+		tk, _, err := st.TaskInsert(ctx, store.TaskInsertParams{TeamID: team, CreatedByID: u.ID, Kind: task.KindDeploy,
+			Pipeline: "web", Params: json.RawMessage(`{"version":"` + version + `"}`), Priority: task.PriorityNormal, TargetKey: target})
+		require.NoError(t, err)
+		claimed := claimIDs(t, st, "w")
+		typ, status := task.TerminalEvent(s)
+		_, err = st.TaskWrites(ctx, []store.TaskWrite{{ID: tk.ID, Token: claimed[tk.ID], State: s, Release: true,
+			Events: []task.Event{{Type: typ, Status: status, Message: string(s)}}}})
+		require.NoError(t, err)
+		return tk.ID
+	}
+	current := func() (cur, prev string) {
+		envs, err := st.EnvironmentList(ctx, store.EnvironmentListParams{TeamIDs: []string{team}})
+		require.NoError(t, err)
+		require.Len(t, envs, 1)
+		if envs[0].Current != nil {
+			cur = envs[0].Current.TaskID
+		}
+		if envs[0].Previous != nil {
+			prev = envs[0].Previous.TaskID
+		}
+		return cur, prev
+	}
+	v1 := deploy("1", task.StateCompleted)
+	cur, prev := current()
+	require.Equal(t, v1, cur)
+	require.Empty(t, prev)
+	deploy("2", task.StateCompleted)
+	again := deploy("2", task.StateCompleted)
+	cur, prev = current()
+	require.Equal(t, again, cur)
+	require.Equal(t, v1, prev, "redeploying what runs keeps the version to roll back to")
+	deploy("3", task.StateFailed)
+	cur, prev = current()
+	require.Equal(t, again, cur, "only completed deploys move a target on")
+	require.Equal(t, v1, prev)
+	back := deploy("1", task.StateCompleted)
+	cur, prev = current()
+	require.Equal(t, back, cur)
+	require.Equal(t, again, prev)
+}

@@ -9,14 +9,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"flightdeck/internal/notify"
-	"flightdeck/workflow/task"
 )
 
 // rollupCursor names the rollup fold's outbox cursor (migration 00080).
 const rollupCursor = "rollups"
 
-// terminalEventTypes are the events that end a task's stream: one per task.
-var terminalEventTypes = []string{string(task.EventTaskCompleted), string(task.EventTaskFailed), string(task.EventTaskCancelled)}
+// foldedRow is an ended task the fold counts, with the seq it is counted at.
+type foldedRow struct {
+	endedRow
+	EndSeq int `db:"end_seq"`
+}
 
 // RollupFolded is what one fold did.
 type RollupFolded struct {
@@ -35,9 +37,7 @@ type RollupFolded struct {
 // any point (a crash, a cancelled context, a lost connection) left nothing
 // and the next one folds the same tasks once. The cursor row is the
 // leader's: it is locked with SKIP LOCKED, so of several serve processes
-// one folds at a time and the others skip their turn. Each task is counted
-// at its terminal event (task.completed, .failed or .cancelled), of which
-// it has exactly one.
+// one folds at a time and the others skip their turn.
 func (s *Store) RollupFoldOnce(ctx context.Context, limit int) (RollupFolded, error) {
 	return s.rollupFold(ctx, limit, nil)
 }
@@ -67,42 +67,47 @@ func (s *Store) rollupFold(ctx context.Context, limit int, beforeCommit func(con
 		if cur.TxID, err = strconv.ParseUint(txid, 10, 64); err != nil {
 			return fmt.Errorf("error parsing rollup cursor: %w", err)
 		}
-		b, err := outboxScan(ctx, tx, cur, terminalEventTypes, limit)
+		b, err := outboxScan(ctx, tx, cur, nil, limit)
 		if err != nil || b.Scanned == 0 {
 			return err
 		}
 		res.Scanned = b.Scanned
-		ids := make([]string, 0, len(b.Events))
-		seqs := map[string]int{}
+		ids, seqs := make([]string, 0, len(b.Events)), make([]int32, 0, len(b.Events))
 		for _, e := range b.Events {
-			ids = append(ids, e.TaskID)
-			seqs[e.TaskID] = e.Seq
+			ids, seqs = append(ids, e.TaskID), append(seqs, int32(e.Seq))
 		}
-		if len(ids) > 0 {
-			rows, err := tx.Query(ctx, `
-				SELECT id::text AS id, team_id::text AS team_id, kind, pipeline, state, created_at, started_at, finished_at,
-					waited_ms, `+restoreTargetSQL+` AS restore_target
-				FROM tasks t WHERE id = ANY($1::uuid[]) AND state IN `+terminalStates+` AND finished_at IS NOT NULL
-				ORDER BY finished_at, id`, ids)
-			if err != nil {
-				return interpretError(err)
-			}
-			got, err := pgx.CollectRows(rows, pgx.RowToStructByName[endedRow])
-			if err != nil {
-				return interpretError(err)
-			}
-			ended := make([]Ended, len(got))
-			for i, r := range got {
-				ended[i] = r.ended()
-				notes.Events = append(notes.Events, notify.TaskSeq{ID: r.ID, Seq: seqs[r.ID]})
-			}
-			// the last day's throughput: tasks folded late still count
-			// in the minute they ended, if it is within the day
-			if err := taskEndedSince(ctx, tx, ended, now.Add(-24*time.Hour)); err != nil {
-				return err
-			}
-			res.Tasks = len(ended)
+		// A task is counted at the first event its ending write stored
+		// (invariant 6: the write that ends a task stores its events in
+		// the same transaction, so their batch's created_at is the task's
+		// finished_at): once, in the fold whose range holds that event.
+		rows, err := tx.Query(ctx, `
+			SELECT t.id::text AS id, t.team_id::text AS team_id, t.kind, t.pipeline, t.state, t.created_at, t.started_at,
+				t.finished_at, t.waited_ms, `+restoreTargetSQL+` AS restore_target, e.seq AS end_seq
+			FROM (SELECT DISTINCT id FROM unnest($1::uuid[]) AS id) x
+			JOIN tasks t ON t.id = x.id
+			CROSS JOIN LATERAL (SELECT min(b.first_seq) AS seq FROM task_event_batches b
+				WHERE b.task_id = t.id AND b.created_at = t.finished_at) e
+			WHERE t.state IN `+terminalStates+` AND t.finished_at IS NOT NULL
+				AND (t.id, e.seq) IN (SELECT * FROM unnest($1::uuid[], $2::int[]))
+			ORDER BY t.finished_at, t.id`, ids, seqs)
+		if err != nil {
+			return interpretError(err)
 		}
+		got, err := pgx.CollectRows(rows, pgx.RowToStructByName[foldedRow])
+		if err != nil {
+			return interpretError(err)
+		}
+		ended := make([]Ended, len(got))
+		for i, r := range got {
+			ended[i] = r.ended()
+			notes.Events = append(notes.Events, notify.TaskSeq{ID: r.ID, Seq: r.EndSeq})
+		}
+		// the last day's throughput: tasks folded late still count in the
+		// minute they ended, if it is within the day
+		if err := taskEndedSince(ctx, tx, ended, now.Add(-24*time.Hour)); err != nil {
+			return err
+		}
+		res.Tasks = len(ended)
 		if beforeCommit != nil {
 			if err := beforeCommit(ctx); err != nil {
 				return err

@@ -178,6 +178,7 @@ func TestTaskWritesApplyOnceWhenRetried(t *testing.T) {
 	evs, err = st.EventList(ctx, u.TeamIDs(), tk.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, evs, 3)
+	foldAll(t, st)
 	since := time.Now().Add(-48 * time.Hour)
 	rollups, err := st.TaskRollupList(ctx, u.TeamIDs(), since, since)
 	require.NoError(t, err)
