@@ -134,7 +134,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	// The dashboard's figures: every process runs the fold; the one holding
 	// its cursor folds, the others skip their turn.
 	go rollup.NewFolder(st, rollup.FoldConfig{Interval: cfg.RollupInterval, Logger: env.logger}).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
-	if cfg.Role != "web" { // webhooks: outbox dispatcher + delivery sender
+	if cfg.Role != "web" {                                                                                  // webhooks: outbox dispatcher + delivery sender
 		go webhook.New(st, hub, webhookConfig(cfg, guard, env)).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 	}
 

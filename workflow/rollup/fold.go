@@ -26,7 +26,7 @@ type FoldConfig struct {
 	// milliseconds, and a fold per write would cost more than it saves.
 	MinGap time.Duration
 	Batch  int // outbox rows per fold
-	Logger   *slog.Logger
+	Logger *slog.Logger
 	// FoldFunc, if set, is called after every fold (tests wait on it).
 	FoldFunc func(store.RollupFolded, error)
 }
