@@ -280,10 +280,7 @@ func (s *Store) ApprovalExpire(ctx context.Context) (int, error) {
 			if d.kind == string(task.ApprovalEnvironment) {
 				// no step ran: the task is cancelled at once
 				reason = fmt.Sprintf("the reviewers of %s did not decide in time", d.step)
-				change = stateChange{State: task.StateCancelled, Cancel: true, Error: &reason}
-				if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, d.taskID); err != nil {
-					return interpretError(err)
-				}
+				change = stateChange{State: task.StateCancelled, Cancel: true, Error: &reason, Steps: skipPending}
 				cancelData, _ := json.Marshal(map[string]any{"state": task.StateCancelled, "error": reason})
 				events[0].Message = reason
 				events = append(events, task.Event{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: "Task cancelled: " + reason, Data: cancelData})
@@ -348,10 +345,7 @@ func decideReviewer(ctx context.Context, tx pgx.Tx, a *Approval, p ApprovalDecid
 			reason += ": " + p.Comment
 		}
 		msg = reason
-		change = stateChange{State: task.StateCancelled, Error: &reason, Cancel: true}
-		if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, p.TaskID); err != nil {
-			return nil, interpretError(err)
-		}
+		change = stateChange{State: task.StateCancelled, Error: &reason, Cancel: true, Steps: skipPending}
 		stateData, _ := json.Marshal(map[string]any{"state": task.StateCancelled, "error": reason})
 		events = append(events, task.Event{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: "Task cancelled: " + reason, Data: stateData})
 	case approvals < a.Required:

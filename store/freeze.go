@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"flightdeck/workflow/task"
 )
 
 // Freeze is a freeze of a team's environment made through the API.
@@ -119,12 +121,31 @@ func (s *Store) FreezeEnd(ctx context.Context, teamIDs []string, id, actor strin
 			RETURNING until_at, ended_at`, id, actor).Scan(&f.Until, &f.EndedAt); err != nil {
 			return interpretError(err)
 		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE tasks t SET run_after = now()
+		// the tasks it held run now, through the one write path with
+		// their event (invariant 6)
+		rows, err = tx.Query(ctx, `
+			SELECT t.id::text FROM tasks t
 			WHERE t.team_id = $1 AND t.environment = $2 AND t.state = 'scheduled' AND t.run_after = $3
-				AND NOT EXISTS (SELECT 1 FROM task_steps s WHERE s.task_id = t.id AND s.state <> 'pending')`,
-			f.TeamID, f.Environment, heldUntil); err != nil {
+				AND NOT EXISTS (SELECT 1 FROM task_steps s WHERE s.task_id = t.id AND s.state <> 'pending')
+			ORDER BY t.id FOR UPDATE OF t`,
+			f.TeamID, f.Environment, heldUntil)
+		if err != nil {
 			return interpretError(err)
+		}
+		held, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return interpretError(err)
+		}
+		if len(held) > 0 {
+			data, _ := json.Marshal(map[string]any{"freeze_id": f.ID, "by": actor})
+			ws := make([]TaskWrite, len(held))
+			for i, id := range held {
+				ws[i] = TaskWrite{ID: id, RunAfter: f.EndedAt, Events: []task.Event{{Type: task.EventTaskState, Status: task.StatusLog,
+					Message: fmt.Sprintf("The freeze of %s was ended by %s: the task runs now", f.Environment, actor), Data: data}}}
+			}
+			if _, err := taskApplyTx(ctx, tx, ws...); err != nil {
+				return err
+			}
 		}
 		f.utc()
 		out = &f

@@ -54,16 +54,14 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 			return ErrTerminal
 		case (st == task.StatePending || st == task.StateScheduled || st == task.StatePaused || st == task.StateAwaitingApproval) && !ranSteps:
 			msg := "Cancelled by " + actor + " before it ran"
-			// the steps stored at submit will never run, nor will its
-			// environment's reviewers decide
-			if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
-				return interpretError(err)
-			}
+			// the steps stored at submit will never run (skipPending), nor
+			// will its environment's reviewers decide
 			// an environment's reviewers can no longer decide: the cancel ended it
 			if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'cancelled' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
 				return interpretError(err)
 			}
-			return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Error: &msg, Cancel: true, Resumed: st == task.StatePaused},
+			return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Error: &msg, Cancel: true, Resumed: st == task.StatePaused,
+				Steps: skipPending},
 				[]task.Event{
 					{Type: task.EventTaskState, Status: task.StatusLog, Message: msg, Data: data},
 					{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: msg, Data: data},
@@ -143,14 +141,20 @@ type stateChange struct {
 	// (failed_step, decision_expires_at): the pause is over.
 	Resumed  bool
 	RunAfter *time.Time // nil keeps run_after
+	// Steps move the task's steps from one state to another with it.
+	Steps []StepStateChange
 }
+
+// skipPending skips the steps that never ran: a task cancelled before they
+// did will not run them.
+var skipPending = []StepStateChange{{Idx: AllSteps, From: []task.StepState{task.StepPending}, To: task.StepSkipped}}
 
 // appendStateEvents applies c to task id (locked by tx) with events, through
 // the one write that counts seqs (taskApply): a state change and its events
 // commit together (invariant 6).
 func appendStateEvents(ctx context.Context, tx pgx.Tx, id string, c stateChange, events []task.Event) error {
 	_, err := taskApplyTx(ctx, tx, TaskWrite{ID: id, State: c.State, Error: c.Error, KeepErr: c.KeepErr, Cancel: c.Cancel,
-		Priority: c.Priority, Pause: c.Pause, Resumed: c.Resumed, RunAfter: c.RunAfter, Events: events})
+		Priority: c.Priority, Pause: c.Pause, Resumed: c.Resumed, RunAfter: c.RunAfter, StepStates: c.Steps, Events: events})
 	return err
 }
 
@@ -174,10 +178,10 @@ func (s *Store) TaskResolve(ctx context.Context, teamIDs []string, id, action, a
 			return err
 		}
 		if action == "retry" {
-			if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'completed' WHERE task_id = $1 AND state = 'compensation_failed'`, id); err != nil {
-				return interpretError(err)
-			}
-			if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating}, []task.Event{
+			// the failed compensations run again: their steps count as
+			// completed, to be undone
+			retry := []StepStateChange{{Idx: AllSteps, From: []task.StepState{task.StepCompensationFailed}, To: task.StepCompleted}}
+			if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating, Steps: retry}, []task.Event{
 				{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Compensation retried by " + actor, Data: data},
 			}); err != nil {
 				return err

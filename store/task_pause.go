@@ -155,14 +155,17 @@ func (s *Store) TaskResume(ctx context.Context, p TaskResumeParams) (*task.Task,
 			ev.Message = fmt.Sprintf("%s retries %s (attempt %d)", p.Actor, failed.Name, failed.Attempt+1)
 		case task.ResumeSkip:
 			ev.Message = fmt.Sprintf("%s skipped %s: %s", p.Actor, failed.Name, p.Comment)
-			tag, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND idx = $2 AND state IN ('failed', 'cancelled')`,
-				p.ID, failed.Index)
+			// the task row is locked: its steps do not change under us
+			var failedNow bool
+			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM task_steps WHERE task_id = $1 AND idx = $2 AND state IN ('failed', 'cancelled'))`,
+				p.ID, failed.Index).Scan(&failedNow)
 			if err != nil {
 				return interpretError(err)
 			}
-			if tag.RowsAffected() == 0 {
+			if !failedNow {
 				return fmt.Errorf("%w: step %s is not failed", ErrConflict, failed.Name)
 			}
+			change.Steps = []StepStateChange{{Idx: failed.Index, From: []task.StepState{task.StepFailed, task.StepCancelled}, To: task.StepSkipped}}
 		case task.ResumeRollback:
 			ev.Message = fmt.Sprintf("%s rolls back after %s failed", p.Actor, failed.Name)
 			reason := fmt.Sprintf("step %s failed: %s; rolled back by %s", failed.Name, failed.Error, p.Actor)

@@ -49,6 +49,11 @@ type TaskWrite struct {
 	Progress *int
 	Events   []task.Event
 	Steps    []StepSave
+	// StepStates move steps of the task from one state to another: a
+	// person's or the system's change (the pending steps of a task
+	// cancelled before they ran are skipped, a failed step skipped, failed
+	// compensations retried). Not with Steps for the same step.
+	StepStates []StepStateChange
 	// What a worker parks with, written in the same transaction.
 	Approvals *ApprovalPark
 	Question  *QuestionPark
@@ -65,6 +70,17 @@ type TaskWrite struct {
 	FailedStep      *task.FailedStep
 	DecisionTimeout time.Duration
 }
+
+// StepStateChange moves the task's step Idx (AllSteps for every step) to
+// To if its state is one of From.
+type StepStateChange struct {
+	Idx  int
+	From []task.StepState
+	To   task.StepState
+}
+
+// AllSteps is StepStateChange.Idx for every step of the task.
+const AllSteps = -1
 
 // Written is what a write left: the task's state and its last seq.
 type Written struct {
@@ -160,10 +176,14 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 	var in applyArrays
 	in.grow(n)
 	var st stepArrays
+	var moves stepMoves
 	for _, w := range ws {
 		in.add(w)
 		for _, s := range w.Steps {
 			st.add(w.ID, s)
+		}
+		for _, c := range w.StepStates {
+			moves.add(w.ID, c)
 		}
 	}
 	rows, err := q.Query(ctx, `
@@ -223,6 +243,11 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				state = excluded.state, attempt = excluded.attempt, compensation_attempt = excluded.compensation_attempt,
 				output = excluded.output, error = excluded.error, started_at = excluded.started_at,
 				finished_at = excluded.finished_at, compensated_at = excluded.compensated_at
+		), moved_steps AS (
+			UPDATE task_steps s SET state = m.to_state
+			FROM unnest($37::uuid[], $38::int[], $39::text[], $40::text[]) AS m(task_id, idx, from_state, to_state)
+			WHERE s.task_id = m.task_id AND (m.idx < 0 OR s.idx = m.idx) AND s.state = m.from_state
+				AND s.task_id IN (SELECT id FROM written)
 		)
 		SELECT id, state, last_seq, keyed, finished FROM written
 		UNION ALL
@@ -235,7 +260,8 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		in.cancel, in.priority, in.progress, in.counts, in.done, in.total, in.events,
 		st.taskIDs, st.idx, st.names, st.keys, st.states, st.attempts, st.compAttempts, st.outputs, st.errs,
 		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs, in.writeIDs,
-		slices.ContainsFunc(ws, func(w TaskWrite) bool { return w.Retried && w.WriteID != "" }))
+		slices.ContainsFunc(ws, func(w TaskWrite) bool { return w.Retried && w.WriteID != "" }),
+		moves.taskIDs, moves.idx, moves.from, moves.to)
 	if err != nil {
 		return nil, notify.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
@@ -360,4 +386,18 @@ func (c *stepArrays) add(taskID string, s StepSave) {
 	c.attempts, c.compAttempts = append(c.attempts, int32(s.Attempt)), append(c.compAttempts, int32(s.CompensationAttempt))
 	c.outputs, c.errs = append(c.outputs, out), append(c.errs, s.Error)
 	c.started, c.finished, c.compensated = append(c.started, s.StartedAt), append(c.finished, s.FinishedAt), append(c.compensated, s.CompensatedAt)
+}
+
+// stepMoves turns step state changes into the parallel arrays unnest
+// wants, one row per state moved from.
+type stepMoves struct {
+	taskIDs, from, to []string
+	idx               []int32
+}
+
+func (m *stepMoves) add(taskID string, c StepStateChange) {
+	for _, f := range c.From {
+		m.taskIDs, m.idx = append(m.taskIDs, taskID), append(m.idx, int32(c.Idx))
+		m.from, m.to = append(m.from, string(f)), append(m.to, string(c.To))
+	}
 }

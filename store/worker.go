@@ -2,7 +2,12 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flightdeck/workflow/task"
 )
 
 // WorkerRegister records a worker process (dashboard, lease owner names).
@@ -63,19 +68,8 @@ func (s *Store) WorkerList(ctx context.Context) ([]Worker, error) {
 // back overdue failed-step decisions, and forget idempotency keys older
 // than keyTTL.
 func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
-	var promoted int
-	err := s.pool.QueryRow(ctx, `
-		WITH promoted AS (
-			UPDATE tasks SET state = 'pending', run_after = NULL
-			WHERE id IN (SELECT id FROM tasks WHERE state = 'scheduled' AND run_after <= now() LIMIT 1000 FOR UPDATE SKIP LOCKED)
-			RETURNING id
-		)
-		SELECT count(*) FROM promoted`).Scan(&promoted)
-	if err != nil {
-		return interpretError(err)
-	}
-	if promoted > 0 {
-		s.wake.Send(readyNote)
+	if err := s.taskPromote(ctx); err != nil {
+		return err
 	}
 	if _, err := s.ApprovalExpire(ctx); err != nil {
 		return err
@@ -83,9 +77,42 @@ func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
 	if _, err := s.TaskDecisionExpire(ctx); err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `
+	// Forgetting a key is retention, not a change of the task: nothing a
+	// client sees moves, so no event (the one UPDATE of tasks besides
+	// taskApply, the claim and the heartbeat; TestOneWritePath).
+	_, err := s.pool.Exec(ctx, `
 		UPDATE tasks SET idempotency_key = NULL
 		WHERE id IN (SELECT id FROM tasks WHERE idempotency_key IS NOT NULL AND created_at < now() - make_interval(secs => $1) LIMIT 1000)`,
 		keyTTL.Seconds())
 	return interpretError(err)
+}
+
+// taskPromote moves scheduled tasks whose time came to pending, through
+// the one write path with their event (invariant 6), locked and skipped by
+// a concurrent promoter.
+func (s *Store) taskPromote(ctx context.Context) error {
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT id::text FROM tasks WHERE state = 'scheduled' AND run_after <= now()
+			ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED`)
+		if err != nil {
+			return interpretError(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(ids) == 0 {
+			return interpretError(err)
+		}
+		data, _ := json.Marshal(map[string]any{"state": task.StatePending})
+		ws := make([]TaskWrite, len(ids))
+		for i, id := range ids {
+			// Release clears run_after (no lease is held while scheduled)
+			ws[i] = TaskWrite{ID: id, State: task.StatePending, Release: true, Events: []task.Event{
+				{Type: task.EventTaskState, Status: task.StatusLog, Message: "Task pending: its time came", Data: data}}}
+		}
+		if _, err := taskApplyTx(ctx, tx, ws...); err != nil {
+			return err
+		}
+		noteTx(tx, readyNote)
+		return nil
+	})
 }
