@@ -22,12 +22,9 @@ func controlView(t *task.Task, u *auth.User, role task.Role, m *runModel) *pages
 		return nil
 	}
 	c := &pages.ControlView{PauseRequested: t.PauseRequested, Paused: t.State == task.StatePaused}
-	switch t.State {
-	case task.StatePending, task.StateScheduled:
-		c.CanPause = mayPause
-	case task.StateRunning:
-		c.CanPause = mayPause && !t.PauseRequested && t.Kind == task.KindDeploy
-	}
+	// the store's rule: the button shows what the write would accept
+	effect, _ := task.PauseOf(t.State, t.Kind, t.PauseRequested)
+	c.CanPause = mayPause && effect != task.PauseRefused
 	may := func(a task.ResumeAction, comment string) (bool, string) {
 		refusal, why := task.MayResume(a, t.FailedStep != nil, t.CreatedByID, u.ID, string(role), comment)
 		return refusal == task.ResumeAllowed, why

@@ -83,11 +83,6 @@ func (e Ended) runMS() int64 {
 	return max(0, e.FinishedAt.Sub(*e.StartedAt).Milliseconds()-e.WaitedMS)
 }
 
-func utcDay(t time.Time) time.Time {
-	t = t.UTC()
-	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
-}
-
 // RollupFold adds ended tasks up by team, day, pipeline, outcome and run-time
 // bucket, and those that ended from minutesSince on by team, minute and
 // outcome (the last day's throughput); rows come in key order, so
@@ -113,7 +108,7 @@ func RollupFold(ended []Ended, minutesSince time.Time) ([]RollupAdd, []MinuteAdd
 			pl = ""
 		}
 		run := e.runMS()
-		k := rk{e.TeamID, utcDay(e.FinishedAt), pl, string(e.State), msBucket(run)}
+		k := rk{e.TeamID, task.UTCDay(e.FinishedAt), pl, string(e.State), msBucket(run)}
 		r := rs[k]
 		if r == nil {
 			r = &RollupAdd{TeamID: k.team, Day: k.day, Pipeline: pl, Outcome: k.outcome, Bucket: k.bucket, CreatedMin: e.CreatedAt}
@@ -203,7 +198,7 @@ func RestoreFold(ended []Ended, failing []Failing) (restored []RollupAdd, still 
 			since[k] = &f
 		case d.State == task.StateCompleted && s != nil:
 			ms := d.FinishedAt.Sub(*s).Milliseconds()
-			a := acc{d.TeamID, d.Pipeline, utcDay(d.FinishedAt), msBucket(ms)}
+			a := acc{d.TeamID, d.Pipeline, task.UTCDay(d.FinishedAt), msBucket(ms)}
 			r := adds[a]
 			if r == nil {
 				r = &RollupAdd{TeamID: d.TeamID, Day: a.day, Pipeline: d.Pipeline, Outcome: "restored", Bucket: a.bucket, CreatedMin: d.CreatedAt}

@@ -44,17 +44,15 @@ func (s *Store) TaskPause(ctx context.Context, teamIDs []string, id, actor strin
 		}
 		from = task.State(state)
 		data, _ := json.Marshal(map[string]any{"by": actor, "from": from})
+		effect, why := task.PauseOf(from, task.Kind(kind), requested)
 		switch {
 		case from.Terminal():
 			return ErrTerminal
-		case from == task.StatePending || from == task.StateScheduled:
+		case effect == task.PauseNow:
 			// Its run_after stays: a resume before then waits it out.
 			return appendStateEvents(ctx, tx, id, stateChange{State: task.StatePaused, Resumed: true}, []task.Event{
 				{Type: task.EventTaskPaused, Status: task.StatusLog, Message: "Paused by " + actor, Data: data}})
-		case from == task.StateRunning && task.Kind(kind) != task.KindDeploy:
-			// an agent's loop has no steps to pause between
-			return fmt.Errorf("%w: a running agent task cannot be paused; cancel it, or send it a message", ErrConflict)
-		case from == task.StateRunning && !requested:
+		case effect == task.PauseRequest:
 			data, _ = json.Marshal(map[string]any{"by": actor, "pause_requested": true})
 			if err := appendStateEvents(ctx, tx, id, stateChange{Pause: true}, []task.Event{
 				{Type: task.EventTaskState, Status: task.StatusLog, Message: "Pause requested by " + actor + "; the task pauses when its current step ends", Data: data}}); err != nil {
@@ -62,10 +60,8 @@ func (s *Store) TaskPause(ctx context.Context, teamIDs []string, id, actor strin
 			}
 			noteTx(tx, notify.Notes{Pause: []string{id}})
 			return nil
-		case from == task.StateRunning || from == task.StatePaused:
-			return fmt.Errorf("%w: the task is already paused or pausing", ErrConflict)
 		default:
-			return fmt.Errorf("%w: a %s task cannot be paused", ErrConflict, from)
+			return fmt.Errorf("%w: %s", ErrConflict, why)
 		}
 	})
 	if err != nil {

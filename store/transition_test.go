@@ -60,6 +60,17 @@ func TestDatabaseRefusesForbiddenTransitions(t *testing.T) {
 	_, err = st.Pool().Exec(ctx, `UPDATE tasks SET state = 'running' WHERE id = $1`, tk.ID)
 	require.ErrorContains(t, err, "a completed task cannot become running")
 
+	// No setting lets a statement past the rule (the fixtures' old way
+	// around it, gone in migration 00081).
+	tx, err := st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck
+	_, err = tx.Exec(ctx, `SELECT set_config('flightdeck.fixture', 'on', true)`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `UPDATE tasks SET state = 'running' WHERE id = $1`, tk.ID)
+	require.ErrorContains(t, err, "a completed task cannot become running")
+	require.NoError(t, tx.Rollback(ctx))
+
 	// Unchanged states and allowed changes pass.
 	tk2 := testfactory.Task(t, st, u, nil)
 	_, err = st.Pool().Exec(ctx, `UPDATE tasks SET state = state, priority = 1 WHERE id = $1`, tk2.ID)

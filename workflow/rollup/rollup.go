@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"flightdeck/store"
+	"flightdeck/workflow/task"
 )
 
 // BucketUpper is the longest run time of rollup bucket b: bucket 0 holds
@@ -35,7 +36,7 @@ type RunTime struct {
 // rs that ended on or after since's UTC day. Percentiles are interpolated
 // within their bucket (within 19%); the mean is exact.
 func RunTimesOf(rs []store.Rollup, since time.Time) []RunTime {
-	first := utcDay(since)
+	first := task.UTCDay(since)
 	hist := map[string]map[int]int{}
 	sums := map[string]*RunTime{}
 	ms, waited := map[string]int64{}, map[string]int64{}
@@ -108,7 +109,7 @@ func (d DeployHealth) ChangeFailureRate() float64 {
 // (pipeline.Pipeline.Deploys, asked through deploys) over the rows of rs
 // from since's UTC day on; other pipelines and agent tasks have none.
 func DeployHealthOf(rs []store.Rollup, since time.Time, deploys func(pipeline string) bool) []DeployHealth {
-	first := utcDay(since)
+	first := task.UTCDay(since)
 	by := map[string]*DeployHealth{}
 	restoreMs := map[string]int64{}
 	for _, r := range rs {
@@ -153,7 +154,7 @@ type DayCount struct {
 // DailyOf counts the tasks of rs that ended on each of the days UTC days
 // from first's, every day present whether any task ended or not.
 func DailyOf(rs []store.Rollup, first time.Time, days int) []DayCount {
-	first = utcDay(first)
+	first = task.UTCDay(first)
 	out := make([]DayCount, days)
 	for i := range out {
 		out[i].Day = first.AddDate(0, 0, i)
@@ -173,9 +174,4 @@ func DailyOf(rs []store.Rollup, first time.Time, days int) []DayCount {
 		}
 	}
 	return out
-}
-
-func utcDay(t time.Time) time.Time {
-	t = t.UTC()
-	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }
