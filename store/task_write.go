@@ -190,9 +190,9 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		WITH input AS (
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::text[], $6::bool[], $7::jsonb[],
 				$8::timestamptz[], $9::bool[], $10::bool[], $11::bool[], $12::smallint[], $13::int[], $14::int[], $15::int[],
-				$16::int[], $17::jsonb[], $30::bool[], $31::bool[], $32::bool[], $33::jsonb[], $34::float8[], $35::uuid[])
+				$16::int[], $17::jsonb[], $30::bool[], $31::bool[], $32::bool[], $33::jsonb[], $34::float8[], $35::uuid[], $41::bool[])
 				AS i(id, token, state, release, error, keep_error, result, run_after, bump, finished, cancel, priority,
-					progress, n, done, total, events, waits, pause, resumed, failed_step, decision_secs, write_id)
+					progress, n, done, total, events, waits, pause, resumed, failed_step, decision_secs, write_id, end_pause)
 		), written AS (
 			UPDATE tasks t SET
 				state = COALESCE(NULLIF(i.state, ''), t.state),
@@ -207,8 +207,7 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				lease_token = CASE WHEN i.release THEN NULL ELSE t.lease_token END,
 				lease_expires_at = CASE WHEN i.release THEN NULL ELSE t.lease_expires_at END,
 				pause_requested_at = CASE WHEN i.pause THEN COALESCE(t.pause_requested_at, now())
-					WHEN i.resumed OR COALESCE(NULLIF(i.state, ''), t.state) NOT IN ('running', 'pending') THEN NULL
-					ELSE t.pause_requested_at END,
+					WHEN i.end_pause THEN NULL ELSE t.pause_requested_at END,
 				failed_step = CASE WHEN i.resumed THEN NULL WHEN i.release THEN i.failed_step ELSE t.failed_step END,
 				decision_expires_at = CASE WHEN i.resumed THEN NULL
 					WHEN i.release AND i.decision_secs > 0 THEN now() + make_interval(secs => i.decision_secs)
@@ -261,7 +260,7 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		st.taskIDs, st.idx, st.names, st.keys, st.states, st.attempts, st.compAttempts, st.outputs, st.errs,
 		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs, in.writeIDs,
 		slices.ContainsFunc(ws, func(w TaskWrite) bool { return w.Retried && w.WriteID != "" }),
-		moves.taskIDs, moves.idx, moves.from, moves.to)
+		moves.taskIDs, moves.idx, moves.from, moves.to, in.endPause)
 	if err != nil {
 		return nil, notify.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
@@ -298,7 +297,7 @@ type applyArrays struct {
 	ids, states                                     []string
 	tokens, errs, writeIDs                          []*string
 	release, keepErr, bump, finished, cancel, waits []bool
-	pause, resumed                                  []bool
+	pause, resumed, endPause                        []bool
 	results, events, failedSteps                    [][]byte
 	decisionSecs                                    []float64
 	runAfter                                        []*time.Time
@@ -351,6 +350,9 @@ func (a *applyArrays) add(w TaskWrite) {
 		failed, _ = json.Marshal(w.FailedStep)
 	}
 	a.pause, a.resumed = append(a.pause, w.Pause), append(a.resumed, w.Resumed)
+	// a pause request ends with a resume or a state that does not keep it
+	// (a write that keeps the state keeps the request)
+	a.endPause = append(a.endPause, w.Resumed || w.State != "" && !w.State.KeepsPauseRequest())
 	a.writeIDs = append(a.writeIDs, nonEmpty(w.WriteID))
 	a.failedSteps, a.decisionSecs = append(a.failedSteps, failed), append(a.decisionSecs, w.DecisionTimeout.Seconds())
 }

@@ -38,6 +38,11 @@ func PauseOf(state State, kind Kind, requested bool) (PauseEffect, string) {
 	}
 }
 
+// KeepsPauseRequest reports whether a pause request outlives a change to
+// state: it lasts while the task runs or waits to run again (pending) and
+// ends with any other state (contract §10).
+func (s State) KeepsPauseRequest() bool { return s == StateRunning || s == StatePending }
+
 // UTCDay is the UTC day t falls in (its midnight): the day the dashboard's
 // rollups count a task in, and the days its charts read.
 func UTCDay(t time.Time) time.Time {

@@ -38,3 +38,10 @@ func TestUTCDay(t *testing.T) {
 		"03:00 at UTC+5 is the day before in UTC")
 	require.Equal(t, time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC), UTCDay(time.Date(2026, 3, 2, 23, 59, 59, 0, time.UTC)))
 }
+
+func TestKeepsPauseRequest(t *testing.T) {
+	t.Parallel()
+	for _, s := range States {
+		require.Equal(t, s == StateRunning || s == StatePending, s.KeepsPauseRequest(), s)
+	}
+}
