@@ -33,6 +33,9 @@ func (p *Pool) rescuer(ctx context.Context) {
 		if n > 0 {
 			p.logger.Info("Re-queued tasks whose worker was lost", "tasks", n)
 		}
+		if _, err := p.store.TaskCancelStanding(ctx, nil, sweepLimit); err != nil {
+			p.logger.Warn("Applying standing cancels failed", "error", err)
+		}
 		if _, err := p.store.TaskDeadlineSweep(ctx, sweepLimit, DeadlinePassed); err != nil {
 			p.logger.Warn("Deadline sweep failed", "error", err)
 		}

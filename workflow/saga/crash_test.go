@@ -31,6 +31,8 @@ import (
 const (
 	envChild    = "FD_SAGA_CHILD_DB"
 	envChildDir = "FD_SAGA_CHILD_DIR"
+	// envChildFlush sets the child's background flush interval.
+	envChildFlush = "FD_SAGA_CHILD_FLUSH"
 )
 
 func TestMain(m *testing.M) {
@@ -59,8 +61,9 @@ func runChild(url, dir string) {
 		os.Exit(1)
 	}
 	st := store.New(pool)
-	catalog, _ := pipeline.NewCatalog(crashPipeline(dir), pausyPipeline(dir))
-	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: action.Registry{"exec": action.Exec{}}, RetryBase: time.Millisecond})
+	catalog, _ := pipeline.NewCatalog(crashPipeline(dir), pausyPipeline(dir), gatedPipeline(dir))
+	flush, _ := time.ParseDuration(os.Getenv(envChildFlush))
+	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: action.Registry{"exec": action.Exec{}}, RetryBase: time.Millisecond, FlushInterval: flush})
 	n := notify.NewListener(st, nil)
 	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
 		Workers: 8, Lease: time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 100 * time.Millisecond})
