@@ -107,3 +107,52 @@ fi
 	}, time.Minute, 20*time.Millisecond, "the task did not complete after the kill")
 	require.Equal(t, []string{"one", "two", "two", "three"}, runs(), "step one ran again")
 }
+
+// TestDeadWorkerIsFoundInSeconds: a worker process killed while its task
+// runs is noticed by its database session ending (its liveness lock), not
+// by its lease: with leases of a minute, another worker starts the
+// interrupted step again within seconds (quality.md: within 2 s; the test
+// allows 20 s on a loaded machine, still far below the lease).
+func TestDeadWorkerIsFoundInSeconds(t *testing.T) {
+	t.Parallel()
+	url := dbtest.URL(t)
+	pool, err := pgxpool.New(t.Context(), url)
+	require.NoError(t, err)
+	defer pool.Close()
+	st := store.New(pool)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gated.sh"), []byte(`#!/bin/sh
+echo "$FLIGHTDECK_STEP" >> runs
+if [ "$FLIGHTDECK_STEP" = two ]; then
+  while [ ! -f gate ]; do sleep 0.02; done
+fi
+`), 0o755))
+	u := testfactory.User(t, st, "dev@acme.test", "acme", auth.RoleDeployer)
+	in := store.TaskInsertParams{TeamID: u.Memberships[0].TeamID, CreatedByID: u.ID, Priority: task.PriorityNormal, MaxAttempts: 5}
+	require.NoError(t, saga.NewDeploy(&in, gatedPipeline(dir), map[string]any{}, "acme"))
+	tk, _, err := st.TaskInsert(t.Context(), in)
+	require.NoError(t, err)
+	runs := func() []string {
+		b, _ := os.ReadFile(filepath.Join(dir, "runs"))
+		return strings.Fields(string(b))
+	}
+
+	kill := startChild(t, url, dir, envChildLease+"=1m")
+	require.Eventually(t, func() bool { return len(runs()) >= 2 }, time.Minute, 5*time.Millisecond, "step two never started")
+	// The survivor, with the same long lease, in this process.
+	startChild(t, url, dir, envChildLease+"=1m")
+	kill()
+	killed := time.Now()
+	require.Eventually(t, func() bool { return len(runs()) >= 3 }, 20*time.Second, 5*time.Millisecond,
+		"the dead worker's task was not picked up before its lease")
+	t.Logf("SIGKILL to the step started again: %s", time.Since(killed).Round(time.Millisecond))
+	require.Equal(t, []string{"one", "two", "two"}, runs())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gate"), nil, 0o644))
+	require.Eventually(t, func() bool {
+		got, err := st.TaskGet(t.Context(), u.TeamIDs(), tk.ID)
+		return err == nil && got.State == task.StateCompleted
+	}, time.Minute, 20*time.Millisecond)
+	got, err := st.TaskGet(t.Context(), u.TeamIDs(), tk.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, got.Attempt, "the lost run counts as an attempt")
+}

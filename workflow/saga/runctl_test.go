@@ -254,6 +254,9 @@ func TestCancelRightAfterARetryWins(t *testing.T) {
 	tk := b.submit(t, "ask-cancel")
 	b.wait(t, tk.ID, task.StatePaused)
 
+	for len(rec.started) > 0 {
+		<-rec.started // the first run's starts
+	}
 	again := make(chan struct{})
 	rec.mu.Lock()
 	rec.block["do:b"] = again
