@@ -76,6 +76,7 @@ func New(d Deps) *echo.Echo {
 	app.POST("/webhooks", h.webhookCreate, h.rateLimit)
 	app.GET("/webhooks/:id", h.webhookShow)
 	app.POST("/webhooks/:id/delete", h.webhookDelete, h.rateLimit)
+	app.POST("/webhooks/:id/test", h.webhookProbe, h.rateLimit)
 	app.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.webhookRedeliver, h.rateLimit)
 
 	// JSON API: bearer token or session cookie (+ CSRF header), per-user rate limit.
@@ -108,6 +109,7 @@ func New(d Deps) *echo.Echo {
 	api.GET("/webhooks", h.apiWebhookList)
 	api.DELETE("/webhooks/:id", h.apiWebhookDelete)
 	api.GET("/webhooks/:id/deliveries", h.apiWebhookDeliveries)
+	api.POST("/webhooks/:id/test", h.apiWebhookProbe)
 	api.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.apiWebhookRedeliver)
 
 	// Sockets: no body-wrapping middleware around the hijacked connection.

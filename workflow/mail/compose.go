@@ -62,6 +62,18 @@ func cut(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// About is what a message says about its task (emails and chat alike).
+type About struct {
+	What, Target, Version string
+}
+
+// Describe names a task as people say it: "web-service shop 1.2.3 →
+// production" (pipeline, target, version, environment), one line.
+func Describe(t *task.Task, pipes *pipeline.Catalog) About {
+	a := describe(t, pipes)
+	return About{What: a.what, Target: a.target, Version: a.version}
+}
+
 // about is what an email says about its task.
 type about struct {
 	t        *task.Task
