@@ -19,10 +19,10 @@ import (
 	"flightdeck/internal/metrics"
 	"flightdeck/internal/sso"
 	"flightdeck/store"
-	"flightdeck/workflow/queue"
-	"flightdeck/workflow/retention"
 	"flightdeck/workflow/mail"
 	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/queue"
+	"flightdeck/workflow/retention"
 	"flightdeck/workflow/webhook"
 )
 
@@ -141,7 +141,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		LocalEffects: cfg.LocalEffectRetention, Logger: env.logger}).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 	if cfg.Role != "web" { // webhooks: outbox dispatcher + delivery sender
 		go webhook.New(st, hub, webhookConfig(cfg, guard, catalog, env)).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
-		if cfg.Mail.Enabled() { // email: outbox dispatcher + SMTP sender (contract §12)
+		if cfg.Mail.Enabled() {                                                     // email: outbox dispatcher + SMTP sender (contract §12)
 			go mail.New(st, hub, mailConfig(cfg, catalog, env)).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 		}
 	}
