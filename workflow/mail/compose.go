@@ -103,6 +103,9 @@ func describe(t *task.Task, pipes *pipeline.Catalog) about {
 					continue
 				}
 				v := OneLine(fmt.Sprint(tgt[name]))
+				if t.Environment != "" && v == t.Environment {
+					continue // said once, after the arrow
+				}
 				targetVals = append(targetVals, v)
 				targetNamed = append(targetNamed, name+"="+v)
 			}
