@@ -221,3 +221,19 @@ func (s *Store) MailDeliveryList(ctx context.Context, teamIDs []string, limit in
 	}
 	return out, nil
 }
+
+// MailDeliveryPrune deletes up to limit emails that ended (sent or given
+// up) before now - olderThan (see WebhookDeliveryPrune: the outbox cursor
+// passed their events, so none is enqueued again).
+func (s *Store) MailDeliveryPrune(ctx context.Context, olderThan time.Duration, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM mail_deliveries WHERE id IN (
+			SELECT id FROM mail_deliveries
+			WHERE state <> 'pending' AND COALESCE(sent_at, last_attempt_at, created_at) < now() - make_interval(secs => $1)
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED)`, olderThan.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("error pruning emails: %w", interpretError(err))
+	}
+	return int(tag.RowsAffected()), nil
+}
