@@ -8,10 +8,13 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
 	"flightdeck/internal/config"
+	"flightdeck/store"
 )
 
 func TestNotificationPrefsAPI(t *testing.T) {
@@ -101,4 +104,37 @@ func TestAccountPage(t *testing.T) {
 	r := b.api(t, "GET", "/api/v1/me/notifications", b.aliceToken, "", nil)
 	require.Equal(t, map[string]any{"approval": true, "decision": false, "attention": true, "ended": false}, r.body["email"])
 	require.Equal(t, http.StatusUnprocessableEntity, b.postForm(t, c, "/account", url.Values{"_csrf": {tok}, "email": {"sms"}}, nil))
+}
+
+// TestWebhookPageListsEmails: admins see their teams' emails with where
+// each stands (sent, retrying, given up) and the last error; not others'.
+func TestWebhookPageListsEmails(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	r := b.api(t, "POST", "/api/v1/tasks", b.bobToken, `{"kind":"deploy","pipeline":"noop"}`, nil)
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+	taskID := r.body["id"].(string)
+	bob, _, err := b.store.UserGetByEmail(ctx, "bob@rival.test")
+	require.NoError(t, err)
+	n, err := b.store.MailEnqueue(ctx, []store.MailParams{{TeamID: bob.Memberships[0].TeamID, TaskID: taskID, UserID: bob.ID, Seq: 1,
+		Kind: "ended", Recipient: "bob@rival.test", Subject: "[flightdeck] noop failed", Text: "t", HTML: "h"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	ms, err := b.store.MailClaim(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	require.NoError(t, b.store.MailRecord(ctx, store.MailOutcome{ID: ms[0].ID, ClaimToken: ms[0].ClaimToken,
+		Error: "550 no such mailbox", Permanent: true, MaxAge: time.Hour}))
+
+	c := b.browser(t)
+	b.login(t, c, "bob@rival.test", testPassword)
+	_, body := b.get(t, c, "/webhooks", nil)
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+	require.NoError(t, err)
+	row := doc.Find(`[data-testid="mail-row"]`)
+	require.Equal(t, 1, row.Length(), body)
+	require.Equal(t, "given up", strings.TrimSpace(row.Find(`[data-testid="mail-state"]`).Text()))
+	require.Contains(t, row.Text(), "550 no such mailbox")
+	require.Contains(t, row.Text(), "[flightdeck] noop failed")
 }
