@@ -203,7 +203,7 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) (wrote task.State) {
 		w.Question = out.Question
 	}
 	w.Events = append(w.Events, finalEvent(state, out))
-	written, err := p.write(w)
+	got, written, err := p.write(w)
 	switch {
 	case err != nil:
 		p.taskLogger(t).Error("Could not record the task's outcome; the rescuer will re-queue it", "error", err)
@@ -212,6 +212,13 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) (wrote task.State) {
 	default:
 		p.published(t, state)
 		wrote = state
+		if got.CancelRequested && parked(state) && state != task.StateNeedsAttention {
+			// A person cancelled while the handler parked the task: the
+			// cancel wins (the rescuer's sweep is the backup if this fails).
+			if _, err := p.store.TaskCancelStanding(context.WithoutCancel(j.ctx), []string{t.ID}, 1); err != nil {
+				p.taskLogger(t).Warn("Could not apply a cancel that came while the task parked; the sweep will", "error", err)
+			}
+		}
 	}
 	return wrote
 }
@@ -416,7 +423,7 @@ func (j *Job) Flush(ctx context.Context) error {
 	if len(w.Events) == 0 && len(w.Steps) == 0 && w.State == "" && w.Agent == nil {
 		return nil
 	}
-	written, err := j.pool.write(w)
+	got, written, err := j.pool.write(w)
 	switch {
 	case err != nil:
 		j.giveBack(w)
@@ -430,7 +437,21 @@ func (j *Job) Flush(ctx context.Context) error {
 	if w.State != "" {
 		j.Task.State = w.State
 	}
+	j.learn(got)
 	return nil
+}
+
+// learn hands on a person's request that a write found standing: a
+// cancel's or a pause's notification may have gone to a process that did
+// not hold the task yet, but the next write of the task always sees it,
+// so a cancel racing a claim, a retry or a resume is never lost.
+func (j *Job) learn(got store.Written) {
+	switch {
+	case got.CancelRequested && got.State == task.StateRunning:
+		j.interrupt(ErrCancelRequested)
+	case got.PauseRequested && got.State == task.StateRunning:
+		j.interrupt(ErrPauseRequested)
+	}
 }
 
 // take empties the buffer into a write of the task under its lease.

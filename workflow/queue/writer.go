@@ -30,19 +30,21 @@ type writeReq struct {
 
 type writeRes struct {
 	written bool
+	got     store.Written
 	err     error
 }
 
 // write queues w and waits until it is stored: written is false when the
-// lease was lost (another worker owns the task, or it ended).
-func (p *Pool) write(w store.TaskWrite) (bool, error) {
+// lease was lost (another worker owns the task, or it ended); got is what
+// the write left (a person's cancel or pause request included).
+func (p *Pool) write(w store.TaskWrite) (got store.Written, written bool, err error) {
 	// Every try of this write carries one id, so a retry after a lost
 	// commit reply is not applied twice.
 	w.WriteID = store.NewTaskID()
 	req := writeReq{w: w, done: make(chan writeRes, 1)}
 	p.writes <- req
 	res := <-req.done
-	return res.written, res.err
+	return res.got, res.written, res.err
 }
 
 func (p *Pool) writer(ctx context.Context) {
@@ -82,8 +84,8 @@ func (p *Pool) writeBatch(ctx context.Context, batch []writeReq) {
 		return
 	}
 	for _, r := range batch {
-		_, ok := written[r.w.ID]
-		r.done <- writeRes{written: ok, err: err}
+		got, ok := written[r.w.ID]
+		r.done <- writeRes{written: ok, got: got, err: err}
 	}
 }
 
