@@ -3,6 +3,7 @@ package mail
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +87,7 @@ func TestExampleEmail(t *testing.T) {
 	require.Contains(t, e.HTML, `href="http://127.0.0.1:8080/approvals"`)
 	require.False(t, strings.Contains(e.Text, "env: production →"), "unchanged fields are not listed")
 	t.Log("Subject: " + e.Subject + "\n\n" + e.Text)
+	if p := os.Getenv("MAIL_EXAMPLE_HTML"); p != "" {
+		require.NoError(t, os.WriteFile(p, []byte(e.HTML), 0o600))
+	}
 }

@@ -127,7 +127,11 @@ func (d *dispatcher) mails(ctx context.Context, e store.OutboxEvent) ([]store.Ma
 		if ap.Required > 1 {
 			n.letter.Facts = append(n.letter.Facts, views.Fact{Name: "Approvals needed", Value: itoa(ap.Required)})
 		}
-		n.letter.Facts = append(n.letter.Facts, views.Fact{Name: "Who may decide", Value: "any " + strings.Join(roles, " or ") + " of team " + OneLine(t.Team) + ", except " + creator})
+		who := "any " + strings.Join(roles, " or ") + " of team " + OneLine(t.Team) + ", except " + creator + " (four eyes)"
+		if kind == task.ApprovalToolCall {
+			who = "any " + strings.Join(roles, " or ") + " of team " + OneLine(t.Team) + ", or " + creator + " who asked"
+		}
+		n.letter.Facts = append(n.letter.Facts, views.Fact{Name: "Who may decide", Value: who})
 		n.letter.Facts = append(n.letter.Facts, views.Fact{Name: "Expires", Value: When(ap.ExpiresAt, now)})
 		n.letter.Changes, n.letter.ChangesCut = changes(ap.Changes, a.pipeline)
 		n.letter.Why = why(d.base, "you may decide approvals in team "+OneLine(t.Team))
