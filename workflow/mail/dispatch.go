@@ -186,7 +186,7 @@ func (d *dispatcher) mails(ctx context.Context, e store.OutboxEvent) ([]store.Ma
 			n.letter.Headline = "Your " + a.what + " was cancelled by " + by + "."
 		}
 		n.letter.Facts = a.facts()
-		if msg := errText(data.Error, t.Error); msg != "" {
+		if msg := errText(data.Error, t.Error); msg != "" && !strings.HasPrefix(msg, "cancelled by ") && !strings.HasPrefix(msg, "Cancelled by ") {
 			n.letter.Facts = append(n.letter.Facts, views.Fact{Name: "Error", Value: msg})
 		}
 		if t.FinishedAt != nil {
