@@ -88,8 +88,11 @@ func (s *Store) TaskRescueDead(ctx context.Context, self string, grace time.Dura
 						AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 						AND l.classid = $4::int::oid AND l.objid = w.lock_key::oid)
 		)
+		-- every leased task has an expiry: tasks_lease_expires_at_idx holds
+		-- just the leased ones, a few per worker slot (an index of its own
+		-- on lease_owner would cost every claim one more index entry)
 		SELECT id, COALESCE(lease_token::text, '') AS token, state, attempt, max_attempts FROM tasks
-		WHERE lease_owner IN (SELECT id FROM dead) AND lease_token IS NOT NULL
+		WHERE lease_expires_at IS NOT NULL AND lease_owner IN (SELECT id FROM dead) AND lease_token IS NOT NULL
 		ORDER BY id
 		LIMIT $1
 		FOR UPDATE SKIP LOCKED`, limit, decide, self, grace.Seconds(), livenessNamespace)

@@ -101,6 +101,7 @@ type Job struct {
 	drainOnce sync.Once
 	draining  chan struct{}
 	pause     atomic.Bool // a person asked the task to pause
+	returned  time.Time   // when the handler returned (its slot freed)
 }
 
 func (p *Pool) newJob(bg context.Context, c store.Claimed) *Job {
@@ -123,6 +124,9 @@ func (p *Pool) newJob(bg context.Context, c store.Claimed) *Job {
 // moments to the producer.
 func (p *Pool) runJob(j *Job) {
 	out, panicked := p.runHandler(j.ctx, j)
+	// The slot is free from here: the outcome is the task's final write,
+	// and the producer may claim another task while it is stored.
+	j.returned = time.Now()
 	p.jobEvents <- jobEvent{j: j, kind: handlerReturned}
 	wrote := p.complete(j, out, panicked)
 	tracing.EndRun(j.span, string(wrote), out.Error)
@@ -203,14 +207,14 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) (wrote task.State) {
 		w.Question = out.Question
 	}
 	w.Events = append(w.Events, finalEvent(state, out))
-	got, written, err := p.write(w)
+	got, written, err := p.writeFinal(w)
 	switch {
 	case err != nil:
 		p.taskLogger(t).Error("Could not record the task's outcome; the rescuer will re-queue it", "error", err)
 	case !written:
 		p.taskLogger(t).Warn("Lease lost before the outcome was written; another worker owns the task")
 	default:
-		p.published(t, state)
+		p.published(t, state, time.Since(j.returned))
 		wrote = state
 		if got.CancelRequested && parked(state) && state != task.StateNeedsAttention {
 			// A person cancelled while the handler parked the task: the
@@ -225,9 +229,9 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) (wrote task.State) {
 
 // published tells the benchmark that t changed (streams hear of it from
 // the store's wake-ups: notify.Hub.Follow).
-func (p *Pool) published(t *task.Task, state task.State) {
+func (p *Pool) published(t *task.Task, state task.State, window time.Duration) {
 	if state != "" && p.cfg.OnFinish != nil {
-		p.cfg.OnFinish(t, state)
+		p.cfg.OnFinish(t, state, window)
 	}
 }
 

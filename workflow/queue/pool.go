@@ -50,9 +50,16 @@ type Config struct {
 	ClaimBatch     int           // most tasks one claim takes, default min(Workers, 200)
 	IdempotencyTTL time.Duration // default 24h
 	Logger         *slog.Logger
+	// FinalGather is how long the writer may hold a batch of final writes
+	// (outcomes: their handlers have returned and their slots are free) to
+	// gather more into the statement, default 2ms; a batch that carries
+	// any other write, or finalBatch outcomes, goes at once. Negative: never.
+	FinalGather time.Duration
 	// OnFinish, if set, is called after a task's outcome was written
-	// (benchmarks, metrics). It must not block.
-	OnFinish func(t *task.Task, state task.State)
+	// (benchmarks, metrics), with how long it took from the handler's
+	// return to the outcome's commit: the window in which a crash re-runs
+	// the task's last step. It must not block.
+	OnFinish func(t *task.Task, state task.State, window time.Duration)
 }
 
 // Pool runs tasks.
@@ -82,6 +89,7 @@ func New(st *store.Store, handlers map[task.Kind]Handler, cfg Config) *Pool {
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, 500*time.Millisecond)
 	cfg.RescueInterval = cmp.Or(cfg.RescueInterval, cfg.Lease/4)
 	cfg.LivenessInterval = cmp.Or(cfg.LivenessInterval, 500*time.Millisecond)
+	cfg.FinalGather = cmp.Or(cfg.FinalGather, 2*time.Millisecond)
 	cfg.Grace = cmp.Or(cfg.Grace, 30*time.Second)
 	cfg.ClaimBatch = cmp.Or(cfg.ClaimBatch, min(cfg.Workers, 200))
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, 24*time.Hour)
