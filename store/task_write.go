@@ -82,10 +82,14 @@ type StepStateChange struct {
 // AllSteps is StepStateChange.Idx for every step of the task.
 const AllSteps = -1
 
-// Written is what a write left: the task's state and its last seq.
+// Written is what a write left: the task's state and its last seq, and
+// whether a person asked it to cancel or pause meanwhile. Every write of a
+// worker so learns of a request, whether or not its notification arrived.
 type Written struct {
-	State   task.State
-	LastSeq int
+	State           task.State
+	LastSeq         int
+	CancelRequested bool
+	PauseRequested  bool
 }
 
 // parks reports whether w writes more than the task row, events and steps.
@@ -224,7 +228,8 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 			WHERE t.id = i.id AND (i.token IS NULL OR t.lease_token = i.token)
 				-- a write retried after its commit's reply was lost is not applied again
 				AND (i.write_id IS NULL OR t.last_write IS DISTINCT FROM i.write_id)
-			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed, i.finished
+			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed, i.finished,
+				t.cancel_requested_at IS NOT NULL AS cancel_requested, t.pause_requested_at IS NOT NULL AS pause_requested
 		), written_events AS (
 			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
 			SELECT id, last_seq - n + 1, last_seq, events FROM written WHERE n > 0
@@ -248,11 +253,11 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 			WHERE s.task_id = m.task_id AND (m.idx < 0 OR s.idx = m.idx) AND s.state = m.from_state
 				AND s.task_id IN (SELECT id FROM written)
 		)
-		SELECT id, state, last_seq, keyed, finished FROM written
+		SELECT id, state, last_seq, keyed, finished, cancel_requested, pause_requested FROM written
 		UNION ALL
 		-- applied by an earlier try of the same write (this statement's
 		-- snapshot predates its own updates): answered as written, once
-		SELECT t.id, t.state, t.last_seq, false, false
+		SELECT t.id, t.state, t.last_seq, false, false, t.cancel_requested_at IS NOT NULL, t.pause_requested_at IS NOT NULL
 		FROM tasks t JOIN input i ON t.id = i.id AND t.last_write = i.write_id
 		WHERE $36::bool`,
 		in.ids, in.tokens, in.states, in.release, in.errs, in.keepErr, in.results, in.runAfter, in.bump, in.finished,
@@ -272,7 +277,7 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 	notes := notify.Notes{Events: make([]notify.TaskSeq, 0, n)}
 	for _, a := range applied {
 		state := task.State(a.State)
-		out[a.ID] = Written{State: state, LastSeq: a.LastSeq}
+		out[a.ID] = Written{State: state, LastSeq: a.LastSeq, CancelRequested: a.CancelRequested, PauseRequested: a.PauseRequested}
 		notes.Ended = notes.Ended || a.Finished
 		notes.Events = append(notes.Events, notify.TaskSeq{ID: a.ID, Seq: a.LastSeq})
 		// tasks handed back can be claimed at once, and so can the next
@@ -290,6 +295,9 @@ type appliedRow struct {
 	LastSeq  int    `db:"last_seq"`
 	Keyed    bool   `db:"keyed"`
 	Finished bool   `db:"finished"`
+	// CancelRequested, PauseRequested: a person's request stands.
+	CancelRequested bool `db:"cancel_requested"`
+	PauseRequested  bool `db:"pause_requested"`
 }
 
 // applyArrays are TaskWrites as the parallel arrays unnest wants.
