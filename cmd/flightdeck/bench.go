@@ -19,6 +19,7 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
+	"flightdeck/workflow/rollup"
 	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
@@ -269,6 +270,8 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	serverPID, _ := store.ServerPID(ctx, pool)
 	start, cpu, proc := time.Now(), startCPU(), startProcCPU(serverPID)
 	poolWG.Go(func() { _ = p.Run(poolCtx) })
+	// the dashboard's fold runs as in serve: its work is the queue's too
+	poolWG.Go(func() { _ = rollup.NewFolder(st, rollup.FoldConfig{Interval: cfg.RollupInterval}).Run(poolCtx) })
 	if err := benchWait(ctx, env, allDone, &done, *tasks); err != nil {
 		return err
 	}
