@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,8 +16,13 @@ import (
 // rollupCursor names the rollup fold's outbox cursor (migration 00080).
 const rollupCursor = "rollups"
 
-// foldedRow is an ended task the fold counts, with the seq it is counted at.
+// foldedRow is an outbox batch the fold reads: its position, and whether
+// it is the ending batch of a task the fold counts (Ends, then the task).
 type foldedRow struct {
+	TxID      string `db:"txid"`
+	BatchTask string `db:"batch_task"`
+	BatchLast int    `db:"batch_last"`
+	Ends      bool   `db:"ends"`
 	endedRow
 	EndSeq int `db:"end_seq"`
 }
@@ -67,36 +74,52 @@ func (s *Store) rollupFold(ctx context.Context, limit int, beforeCommit func(con
 		if cur.TxID, err = strconv.ParseUint(txid, 10, 64); err != nil {
 			return fmt.Errorf("error parsing rollup cursor: %w", err)
 		}
-		b, err := outboxScan(ctx, tx, cur, nil, limit)
-		if err != nil || b.Scanned == 0 {
-			return err
-		}
-		res.Scanned = b.Scanned
-		ids, seqs := make([]string, 0, len(b.Events)), make([]int32, 0, len(b.Events))
-		for _, e := range b.Events {
-			ids, seqs = append(ids, e.TaskID), append(seqs, int32(e.Seq))
-		}
-		// A task is counted at the first event its ending write stored
-		// (invariant 6: the write that ends a task stores its events in
-		// the same transaction, so their batch's created_at is the task's
-		// finished_at): once, in the fold whose range holds that event.
+		// One read of the outbox's batches after the cursor, in its order
+		// (below xmin, as OutboxRead: no batch can later appear behind the
+		// cursor), events not decoded: a batch is a position, and, when it
+		// is the first batch its task's ending write stored, that task.
+		// The ending write stores its events in the same transaction
+		// (invariant 6), so that batch's created_at is the task's
+		// finished_at; a task is counted once, in the fold whose range
+		// holds its ending batch's first event.
 		rows, err := tx.Query(ctx, `
-			SELECT t.id::text AS id, t.team_id::text AS team_id, t.kind, t.pipeline, t.state, t.created_at, t.started_at,
-				t.finished_at, t.waited_ms, `+restoreTargetSQL+` AS restore_target, e.seq AS end_seq
-			FROM (SELECT DISTINCT id FROM unnest($1::uuid[]) AS id) x
-			JOIN tasks t ON t.id = x.id
-			CROSS JOIN LATERAL (SELECT min(b.first_seq) AS seq FROM task_event_batches b
-				WHERE b.task_id = t.id AND b.created_at = t.finished_at) e
-			WHERE t.state IN `+terminalStates+` AND t.finished_at IS NOT NULL
-				AND (t.id, e.seq) IN (SELECT * FROM unnest($1::uuid[], $2::int[]))
-			ORDER BY t.finished_at, t.id`, ids, seqs)
+			SELECT b.txid::text AS txid, b.task_id::text AS batch_task, b.last_seq AS batch_last,
+				t.id IS NOT NULL AND (b.txid, b.task_id, b.first_seq) > ($1::text::xid8, $2::uuid, $3) AS ends,
+				COALESCE(t.id::text, '') AS id, COALESCE(t.team_id::text, '') AS team_id, COALESCE(t.kind, '') AS kind,
+				COALESCE(t.pipeline, '') AS pipeline, COALESCE(t.state, '') AS state, COALESCE(t.created_at, b.created_at) AS created_at,
+				t.started_at, COALESCE(t.finished_at, b.created_at) AS finished_at, COALESCE(t.waited_ms, 0) AS waited_ms,
+				COALESCE(`+restoreTargetSQL+`, '') AS restore_target, b.first_seq AS end_seq
+			FROM (SELECT * FROM task_event_batches
+				WHERE (txid, task_id, last_seq) > ($1::text::xid8, $2::uuid, $3)
+					AND txid < pg_snapshot_xmin(pg_current_snapshot())
+				ORDER BY txid, task_id, last_seq LIMIT $4) b
+			LEFT JOIN tasks t ON t.id = b.task_id AND t.finished_at = b.created_at AND t.state IN `+terminalStates+`
+				AND b.first_seq = (SELECT min(first_seq) FROM task_event_batches e
+					WHERE e.task_id = t.id AND e.created_at = t.finished_at)
+			ORDER BY b.txid, b.task_id, b.last_seq`, strconv.FormatUint(cur.TxID, 10), cur.TaskID, cur.Seq, limit)
 		if err != nil {
 			return interpretError(err)
 		}
-		got, err := pgx.CollectRows(rows, pgx.RowToStructByName[foldedRow])
+		batches, err := pgx.CollectRows(rows, pgx.RowToStructByName[foldedRow])
 		if err != nil {
 			return interpretError(err)
 		}
+		if len(batches) == 0 {
+			return nil
+		}
+		res.Scanned = len(batches)
+		last := batches[len(batches)-1]
+		next := OutboxPos{TaskID: last.BatchTask, Seq: last.BatchLast}
+		if next.TxID, err = strconv.ParseUint(last.TxID, 10, 64); err != nil {
+			return fmt.Errorf("error parsing txid: %w", err)
+		}
+		var got []foldedRow
+		for _, r := range batches {
+			if r.Ends {
+				got = append(got, r)
+			}
+		}
+		slices.SortFunc(got, func(a, b foldedRow) int { return cmp.Or(a.FinishedAt.Compare(b.FinishedAt), cmp.Compare(a.ID, b.ID)) })
 		ended := make([]Ended, len(got))
 		for i, r := range got {
 			ended[i] = r.ended()
@@ -115,7 +138,7 @@ func (s *Store) rollupFold(ctx context.Context, limit int, beforeCommit func(con
 		}
 		_, err = tx.Exec(ctx, `
 			UPDATE outbox_cursors SET txid = $2::text::xid8, task_id = $3, seq = $4, updated_at = now() WHERE name = $1`,
-			rollupCursor, strconv.FormatUint(b.Next.TxID, 10), b.Next.TaskID, b.Next.Seq)
+			rollupCursor, strconv.FormatUint(next.TxID, 10), next.TaskID, next.Seq)
 		if err != nil {
 			return fmt.Errorf("error advancing rollup cursor: %w", interpretError(err))
 		}
