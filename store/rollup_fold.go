@@ -121,9 +121,15 @@ func (s *Store) rollupFold(ctx context.Context, limit int, beforeCommit func(con
 		}
 		slices.SortFunc(got, func(a, b foldedRow) int { return cmp.Or(a.FinishedAt.Compare(b.FinishedAt), cmp.Compare(a.ID, b.ID)) })
 		ended := make([]Ended, len(got))
+		teamOf := map[string]string{}
 		for i, r := range got {
 			ended[i] = r.ended()
-			notes.Events = append(notes.Events, notify.TaskSeq{ID: r.ID, Seq: r.EndSeq})
+			// one task per team is wake-up enough: the dashboards re-render
+			// by team (a NOTIFY naming every task would cost more than the fold)
+			if !slices.ContainsFunc(notes.Events, func(n notify.TaskSeq) bool { return teamOf[n.ID] == r.TeamID }) {
+				notes.Events = append(notes.Events, notify.TaskSeq{ID: r.ID, Seq: r.EndSeq})
+				teamOf[r.ID] = r.TeamID
+			}
 		}
 		// the last day's throughput: tasks folded late still count in the
 		// minute they ended, if it is within the day

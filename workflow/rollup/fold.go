@@ -22,7 +22,7 @@ type FoldConfig struct {
 	// own wake it at once).
 	Interval time.Duration
 	// MinGap is the least time between folds a wake-up starts (default
-	// Interval/5): under load the writes that end tasks come every few
+	// Interval/2): under load the writes that end tasks come every few
 	// milliseconds, and a fold per write would cost more than it saves.
 	MinGap time.Duration
 	Batch  int // outbox rows per fold
@@ -43,7 +43,7 @@ type Folder struct {
 func NewFolder(st *store.Store, cfg FoldConfig) *Folder {
 	cfg.Interval = cmp.Or(cfg.Interval, FoldIntervalDefault)
 	cfg.Batch = cmp.Or(cfg.Batch, FoldBatchDefault)
-	cfg.MinGap = cmp.Or(cfg.MinGap, cfg.Interval/5)
+	cfg.MinGap = cmp.Or(cfg.MinGap, cfg.Interval/2)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
