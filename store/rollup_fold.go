@@ -74,23 +74,28 @@ func (s *Store) rollupFold(ctx context.Context, limit int, beforeCommit func(con
 		if cur.TxID, err = strconv.ParseUint(txid, 10, 64); err != nil {
 			return fmt.Errorf("error parsing rollup cursor: %w", err)
 		}
-		// One read of the ending batches after the cursor, in the outbox's
-		// order (below xmin, as OutboxRead: no batch can later appear
-		// behind the cursor), through task_event_batches_ends_idx: the
-		// write that ends a task marks the batch of events it stores
-		// (ends; invariant 6: they commit together), one per task, so a
-		// task is counted once, in the fold whose range holds that batch.
+		// One read of the outbox's batches after the cursor, in its order
+		// (below xmin, as OutboxRead: no batch can later appear behind the
+		// cursor), events not decoded: a batch is a position, and, when it
+		// is the first batch its task's ending write stored, that task.
+		// The ending write stores its events in the same transaction
+		// (invariant 6), so that batch's created_at is the task's
+		// finished_at; a task is counted once, in the fold whose range
+		// holds its ending batch's first event.
 		rows, err := tx.Query(ctx, `
 			SELECT b.txid::text AS txid, b.task_id::text AS batch_task, b.last_seq AS batch_last,
-				(b.txid, b.task_id, b.first_seq) > ($1::text::xid8, $2::uuid, $3) AS ends,
-				t.id::text AS id, t.team_id::text AS team_id, t.kind, t.pipeline, t.state, t.created_at,
-				t.started_at, t.finished_at, t.waited_ms, `+restoreTargetSQL+` AS restore_target, b.first_seq AS end_seq
-			FROM (SELECT txid, task_id, first_seq, last_seq FROM task_event_batches
-				WHERE ends AND (txid, task_id, last_seq) > ($1::text::xid8, $2::uuid, $3)
+				t.id IS NOT NULL AND (b.txid, b.task_id, b.first_seq) > ($1::text::xid8, $2::uuid, $3) AS ends,
+				COALESCE(t.id::text, '') AS id, COALESCE(t.team_id::text, '') AS team_id, COALESCE(t.kind, '') AS kind,
+				COALESCE(t.pipeline, '') AS pipeline, COALESCE(t.state, '') AS state, COALESCE(t.created_at, b.created_at) AS created_at,
+				t.started_at, COALESCE(t.finished_at, b.created_at) AS finished_at, COALESCE(t.waited_ms, 0) AS waited_ms,
+				COALESCE(`+restoreTargetSQL+`, '') AS restore_target, b.first_seq AS end_seq
+			FROM (SELECT * FROM task_event_batches
+				WHERE (txid, task_id, last_seq) > ($1::text::xid8, $2::uuid, $3)
 					AND txid < pg_snapshot_xmin(pg_current_snapshot())
 				ORDER BY txid, task_id, last_seq LIMIT $4) b
-			JOIN tasks t ON t.id = b.task_id
-			WHERE t.state IN `+terminalStates+` AND t.finished_at IS NOT NULL
+			LEFT JOIN tasks t ON t.id = b.task_id AND t.finished_at = b.created_at AND t.state IN `+terminalStates+`
+				AND b.first_seq = (SELECT min(first_seq) FROM task_event_batches e
+					WHERE e.task_id = t.id AND e.created_at = t.finished_at)
 			ORDER BY b.txid, b.task_id, b.last_seq`, strconv.FormatUint(cur.TxID, 10), cur.TaskID, cur.Seq, limit)
 		if err != nil {
 			return interpretError(err)

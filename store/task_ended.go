@@ -372,7 +372,9 @@ func (s *Store) RollupRebuild(ctx context.Context, teamID string) error {
 				-- a task whose end the fold has not reached yet is the fold's
 				-- to count, not the rebuild's
 				AND NOT EXISTS (SELECT 1 FROM outbox_cursors c, task_event_batches b
-					WHERE c.name = $2 AND b.task_id = t.id AND b.ends
+					WHERE c.name = $2 AND b.task_id = t.id AND b.created_at = t.finished_at
+						AND b.first_seq = (SELECT min(first_seq) FROM task_event_batches
+							WHERE task_id = t.id AND created_at = t.finished_at)
 						AND (b.txid, b.task_id, b.first_seq) > (c.txid, c.task_id, c.seq))
 			ORDER BY finished_at, id`, teamID, rollupCursor)
 		if err != nil {

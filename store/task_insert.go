@@ -307,8 +307,8 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 			ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 			RETURNING id, state, error, created_at, deadline_at, finished_at, last_seq
 		), ev AS (
-			INSERT INTO task_event_batches (task_id, first_seq, last_seq, ends, events)
-			SELECT id, 1, last_seq, state = 'cancelled',
+			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
+			SELECT id, 1, last_seq,
 				jsonb_build_array(flightdeck_event('task.state', 'log', 'Task submitted',
 					jsonb_build_object('state', CASE WHEN state = 'cancelled' THEN 'pending' ELSE state END)))
 				|| COALESCE($26::jsonb, '[]')
