@@ -252,6 +252,9 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 			FROM unnest($37::uuid[], $38::int[], $39::text[], $40::text[]) AS m(task_id, idx, from_state, to_state)
 			WHERE s.task_id = m.task_id AND (m.idx < 0 OR s.idx = m.idx) AND s.state = m.from_state
 				AND s.task_id IN (SELECT id FROM written)
+				-- a one-time filter: a worker's write moves no step state and
+				-- pays nothing for this
+				AND cardinality($37::uuid[]) > 0
 		)
 		SELECT id, state, last_seq, keyed, finished, cancel_requested, pause_requested FROM written
 		UNION ALL
