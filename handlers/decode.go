@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"flightdeck/workflow/task"
 )
 
 // readJSON reads a JSON request body strictly: JSON content type (415),
@@ -137,6 +139,16 @@ func checkText(field, s string) error {
 		return errInvalid(field, "%s must be UTF-8 text without NUL bytes", field)
 	}
 	return nil
+}
+
+// personText applies task.PersonText, the one rule for free text a person
+// writes (API, forms and sockets alike), and answers 422 with field.
+func personText(field, s string, min int) (string, error) {
+	s, why := task.PersonText(s, min)
+	if why != "" {
+		return "", errInvalid(field, "%s %s", field, why)
+	}
+	return s, nil
 }
 
 func fieldOrBody(f string) string {
