@@ -51,6 +51,8 @@ func (h *Handler) decideApproval(c echo.Context, taskID, approvalID string, appr
 	switch {
 	case errors.Is(err, store.ErrForbidden):
 		return nil, &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: err.Error()}
+	case errors.Is(err, store.ErrAlreadyApproved):
+		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "you already approved this deploy; another reviewer must decide"}
 	case errors.Is(err, store.ErrConflict):
 		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "this approval is not pending (already decided, expired, superseded or unknown)"}
 	case err != nil:

@@ -1,0 +1,78 @@
+package handlers_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"flightdeck/internal/testfactory"
+)
+
+// The probe's info items (issue 38, item 6) over the API and the socket.
+func TestProbeInfoItems(t *testing.T) {
+	t.Parallel()
+	rb := setupRules(t)
+
+	// Before: the 202 said "approvals":[] (contract §9: it lists the
+	// pending approval, with its id, kind and required count).
+	r := rb.submit(t, "alice", "production", "1.0.0", "")
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+	require.Equal(t, "awaiting_approval", r.body["state"])
+	approvals, _ := r.body["approvals"].([]any)
+	require.Len(t, approvals, 1, r.raw)
+	a := approvals[0].(map[string]any)
+	require.NotEmpty(t, a["id"])
+	require.Equal(t, "environment", a["kind"])
+	require.EqualValues(t, 2, a["required"])
+	require.Equal(t, "pending", a["state"])
+	taskID, approvalID := r.body["id"].(string), a["id"].(string)
+
+	t.Run("SameReviewerTwiceIsToldSo", func(t *testing.T) {
+		path := "/api/v1/tasks/" + taskID + "/approvals/" + approvalID + "/approve"
+		r := rb.api(t, http.MethodPost, path, rb.tokens["pat"], `{"comment":"looks good"}`, nil)
+		require.Equal(t, http.StatusOK, r.status, r.raw)
+		r = rb.api(t, http.MethodPost, path, rb.tokens["pat"], `{}`, nil)
+		require.Equal(t, http.StatusConflict, r.status, r.raw)
+		require.Contains(t, r.raw, "you already approved", "not 'not pending' while it is pending")
+	})
+	t.Run("AuditDecisionsOneVocabulary", func(t *testing.T) {
+		// A step approval decided beside the environment's one above.
+		s := rb.api(t, http.MethodPost, "/api/v1/tasks", rb.tokens["alice"], `{"kind":"deploy","pipeline":"approval-demo","params":{}}`, nil)
+		require.Equal(t, http.StatusAccepted, s.status, s.raw)
+		step := testfactory.AwaitingApproval(t, rb.store, s.body["id"].(string), []string{"approver", "admin"})
+		d := rb.api(t, http.MethodPost, "/api/v1/tasks/"+s.body["id"].(string)+"/approvals/"+step.ID+"/approve", rb.tokens["pat"], `{}`, nil)
+		require.Equal(t, http.StatusOK, d.status, d.raw)
+		r := rb.api(t, http.MethodGet, "/api/v1/audit?type=approval.decided", rb.tokens["ann"], "", nil)
+		require.Equal(t, http.StatusOK, r.status, r.raw)
+		kinds := map[string]string{}
+		for _, e := range r.body["entries"].([]any) {
+			detail := e.(map[string]any)["detail"].(map[string]any)
+			kinds[detail["kind"].(string)] = detail["decision"].(string)
+		}
+		require.Equal(t, map[string]string{"environment": "approve", "step": "approve"}, kinds)
+	})
+	t.Run("PromoteTargetOfTheWrongTypeIs422", func(t *testing.T) {
+		for body, field := range map[string]string{
+			`{"pipeline":"svc","target":{"app":5},"from":"staging"}`:        "target.app",
+			`{"pipeline":"svc","target":{"app":["shop"]},"from":"staging"}`: "target.app",
+			`{"pipeline":"svc","target":"shop","from":"staging"}`:           "target",
+		} {
+			r := rb.api(t, http.MethodPost, "/api/v1/environments/promote", rb.tokens["alice"], body, nil)
+			require.Equal(t, http.StatusUnprocessableEntity, r.status, "%s: %s", body, r.raw)
+			code, f := errCode(r)
+			require.Equal(t, "invalid", code)
+			require.Equal(t, field, f, body)
+		}
+	})
+	t.Run("SocketPauseWithoutTaskIsInvalid", func(t *testing.T) {
+		ws, _, err := rb.dialWS(t, rb.tokens["alice"], nil)
+		require.NoError(t, err)
+		for _, typ := range []string{"pause", "resume", "cancel"} {
+			ws.send(`{"type":"` + typ + `","id":"p1"}`)
+			m := ws.next()
+			require.Equal(t, "error", m["type"], typ)
+			require.Equal(t, "invalid", m["code"], "%s: %v", typ, m)
+		}
+	})
+}
