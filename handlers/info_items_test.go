@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,4 +76,27 @@ func TestProbeInfoItems(t *testing.T) {
 			require.Equal(t, "invalid", m["code"], "%s: %v", typ, m)
 		}
 	})
+}
+
+// The socket's origin check compares the scheme too: a page served over
+// plain HTTP on the same host and port (what a network attacker can
+// forge) is not the HTTPS origin, and the reverse. Before, only the host
+// was compared.
+func TestSocketOriginComparesTheScheme(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	host := strings.TrimPrefix(b.srv.URL, "http://")
+	for origin, want := range map[string]int{
+		"http://" + host:  http.StatusSwitchingProtocols,
+		"https://" + host: http.StatusForbidden,
+		"ws://" + host:    http.StatusForbidden,
+	} {
+		_, res, err := b.dialWS(t, b.aliceToken, http.Header{"Origin": {origin}})
+		require.NotNil(t, res, origin)
+		require.Equal(t, want, res.StatusCode, "%s: %v", origin, err)
+	}
+	// Behind a TLS proxy that says so, the HTTPS origin is this server's.
+	_, res, err := b.dialWS(t, b.aliceToken, http.Header{"Origin": {"https://" + host}, "X-Forwarded-Proto": {"https"}})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusSwitchingProtocols, res.StatusCode)
 }
