@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"flightdeck/handlers"
 	"flightdeck/internal/testfactory"
 )
 
@@ -99,4 +100,33 @@ func TestSocketOriginComparesTheScheme(t *testing.T) {
 	_, res, err := b.dialWS(t, b.aliceToken, http.Header{"Origin": {"https://" + host}, "X-Forwarded-Proto": {"https"}})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusSwitchingProtocols, res.StatusCode)
+}
+
+// Bidirectional controls in what people write (U+202E and the others)
+// are shown as escapes in the task, the audit page and its CSV, so a line
+// reads as it was written; a CSV cell starting with TAB or CR is quoted
+// like one starting with =. Before, they were shown as-is.
+func TestBidiControlsAreShownEscaped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reason := "release \u202Eexe.tnemhcatta\u202C for \u2066incident\u2069 \u200F4711"
+	r := b.api(t, http.MethodPost, "/api/v1/tasks", b.bobToken,
+		`{"kind":"deploy","pipeline":"web-service","params":{"app":"shop","version":"1.0.0","env":"staging"},"override":{"reason":"`+reason+`"}}`, nil)
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+	shown := r.body["override"].(map[string]any)["reason"].(string)
+	require.Equal(t, `release \u202eexe.tnemhcatta\u202c for \u2066incident\u2069 \u200f4711`, shown)
+
+	bob := b.browser(t)
+	b.login(t, bob, "bob@rival.test", testPassword)
+	for _, path := range []string{"/audit", "/audit?format=csv", "/tasks/" + r.body["id"].(string)} {
+		res, body := b.get(t, bob, path, nil)
+		require.Equal(t, http.StatusOK, res.StatusCode, path)
+		require.Contains(t, body, "incident", path)
+		require.False(t, strings.ContainsAny(body, "\u202A\u202B\u202C\u202D\u202E\u2066\u2067\u2068\u2069\u200E\u200F"), "%s shows a bidi control", path)
+	}
+	for in, want := range map[string]string{
+		"\tcmd": "'\tcmd", "\rcmd": "'\rcmd", "=1+1": "'=1+1", "-2": "'-2", "ok": "ok", "a\u202Eb": `a\u202eb`,
+	} {
+		require.Equal(t, want, handlers.CSVSafe(in), "%q", in)
+	}
 }

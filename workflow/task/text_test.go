@@ -23,6 +23,8 @@ func TestPersonText(t *testing.T) {
 		{in: strings.Repeat("é", 2048) + "x", why: "must be at most 4096 bytes"},
 		{in: "a\x00b", why: "must be UTF-8 text without NUL bytes"},
 		{in: "a\xffb", why: "must be UTF-8 text without NUL bytes"},
+		{in: "invoice\u202egpj.exe", want: `invoice\u202egpj.exe`},
+		{in: "\u2066a\u2069 \u200e\u200f \u202a", want: `\u2066a\u2069 \u200e\u200f \u202a`},
 	} {
 		got, why := PersonText(tc.in, tc.min)
 		require.Equal(t, tc.why, why, "%q", tc.in)
