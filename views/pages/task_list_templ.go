@@ -317,7 +317,7 @@ func TaskListRow(t TaskRow) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if t.CancelRequested {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<span class=\"badge badge-cancelled\" data-testid=\"cancelling-badge\">cancelling</span>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<span class=\"badge badge-cancelled badge-note\" data-testid=\"cancelling-badge\">cancelling</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

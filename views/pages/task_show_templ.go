@@ -366,7 +366,7 @@ func TaskHeader(p TaskShowProps) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if p.Task.CancelRequested {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<span class=\"badge badge-cancelled\" data-testid=\"cancelling-badge\">cancelling</span>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<span class=\"badge badge-cancelled badge-note\" data-testid=\"cancelling-badge\">cancelling</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
