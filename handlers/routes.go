@@ -73,15 +73,20 @@ func New(d Deps) *echo.Echo {
 	app.POST("/freezes", h.freezeCreate, h.rateLimit)
 	app.POST("/freezes/:id/end", h.freezeEnd, h.rateLimit)
 	app.GET("/audit", h.auditList)
+	app.GET("/account", h.accountShow)
+	app.POST("/account", h.accountSave, h.rateLimit)
 	app.GET("/webhooks", h.webhookList)
 	app.POST("/webhooks", h.webhookCreate, h.rateLimit)
 	app.GET("/webhooks/:id", h.webhookShow)
 	app.POST("/webhooks/:id/delete", h.webhookDelete, h.rateLimit)
+	app.POST("/webhooks/:id/test", h.webhookProbe, h.rateLimit)
 	app.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.webhookRedeliver, h.rateLimit)
 
 	// JSON API: bearer token or session cookie (+ CSRF header), per-user rate limit.
 	api := e.Group("/api/v1", middleware.BodyLimit("1M"), h.deadline, h.authenticate, h.requireAPIUser, h.csrf, h.rateLimit)
 	api.GET("/me", h.apiMe)
+	api.GET("/me/notifications", h.apiNotifyGet)
+	api.PUT("/me/notifications", h.apiNotifyPut)
 	api.POST("/tasks", h.apiTaskCreate)
 	api.GET("/tasks", h.apiTaskList)
 	api.GET("/tasks/:id", h.apiTaskGet)
@@ -109,6 +114,7 @@ func New(d Deps) *echo.Echo {
 	api.GET("/webhooks", h.apiWebhookList)
 	api.DELETE("/webhooks/:id", h.apiWebhookDelete)
 	api.GET("/webhooks/:id/deliveries", h.apiWebhookDeliveries)
+	api.POST("/webhooks/:id/test", h.apiWebhookProbe)
 	api.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.apiWebhookRedeliver)
 
 	// Sockets: no body-wrapping middleware around the hijacked connection.
