@@ -138,9 +138,6 @@ func (h *Handler) promote(ctx context.Context, u *auth.User, req promoteRequest,
 	in := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, Priority: src.Priority, MaxAttempts: src.MaxAttempts,
 		IdempotencyKey: idemKey, RequestHash: hash[:], MaxPending: h.cfg.MaxPending, Traceparent: tracing.Traceparent(ctx),
 		Team: team.Team, CreatedBy: u.Email}
-	if err := saga.NewDeploy(&in, pl, validated, team.Team); err != nil {
-		return nil, false, errInvalid("params", "%v", err)
-	}
 	o := saga.Protection{PromotedFrom: src.ID}
 	if req.Override != nil {
 		o.Override = req.Override.Reason
@@ -148,9 +145,5 @@ func (h *Handler) promote(ctx context.Context, u *auth.User, req promoteRequest,
 			return nil, false, errInvalid("override.reason", "an override needs a reason of at least %d characters", saga.MinOverrideReason)
 		}
 	}
-	if err := h.protect(ctx, u, team.TeamID, &in, pl, validated, o); err != nil {
-		return nil, false, err
-	}
-	t, created, err := h.store.TaskInsert(ctx, in)
-	return t, created, insertError(err)
+	return h.submit(ctx, u, saga.Submission{Insert: in, Pipeline: pl, Params: validated, Team: team.Team, Protection: o})
 }
