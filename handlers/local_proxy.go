@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,23 +49,61 @@ func (h *Handler) localProxy(routes *localRouteCache) echo.MiddlewareFunc {
 			if t.InstanceID == "" {
 				return c.String(http.StatusServiceUnavailable, fmt.Sprintf("no instance serves %s yet\n", host))
 			}
-			target := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", fmt.Sprint(t.Port))}
-			p := &httputil.ReverseProxy{
-				Rewrite: func(pr *httputil.ProxyRequest) {
-					pr.SetURL(target)
-					pr.Out.Host = pr.In.Host // the app sees the name it was asked by
-					pr.SetXForwarded()
-				},
-				Transport: localTransport,
-				ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-					h.logger.Warn("Local instance did not answer", "host", host, "instance_id", t.InstanceID, "error", err)
-					http.Error(w, fmt.Sprintf("the instance of %s did not answer", host), http.StatusBadGateway)
-				},
+			// The split is per request: the canary with probability weight/100.
+			if t.Canary != nil && t.Weight > 0 && (t.Weight >= 100 || rand.IntN(100) < t.Weight) {
+				t = *t.Canary
 			}
-			p.ServeHTTP(c.Response(), r)
+			start := time.Now()
+			rec := &statusRecorder{ResponseWriter: c.Response().Writer, code: http.StatusOK}
+			c.Response().Writer = rec
+			newLocalReverseProxy(h, host, t).ServeHTTP(c.Response(), r)
+			end := time.Now()
+			h.localStats.Record(t.InstanceID, end, end.Sub(start), rec.code)
+			h.metrics.localRequests.WithLabelValues(host, t.Version, codeClass(rec.code)).Inc()
+			h.metrics.localDuration.WithLabelValues(host, t.Version).Observe(end.Sub(start).Seconds())
 			return nil
 		}
 	}
+}
+
+// newLocalReverseProxy sends one request to instance t of host.
+func newLocalReverseProxy(h *Handler, host string, t store.LocalTarget) *httputil.ReverseProxy {
+	target := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(t.Port))}
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host // the app sees the name it was asked by
+			pr.SetXForwarded()
+		},
+		Transport: localTransport,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			h.logger.Warn("Local instance did not answer", "host", host, "instance_id", t.InstanceID, "error", err)
+			http.Error(w, fmt.Sprintf("the instance of %s did not answer", host), http.StatusBadGateway)
+		},
+	}
+}
+
+// statusRecorder remembers the status the proxy wrote, for the metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushes).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// codeClass is a status as its class (2xx …), the metric's code label: a
+// bounded set whatever the apps answer.
+func codeClass(code int) string {
+	if code < 100 || code > 599 {
+		return "5xx"
+	}
+	return strconv.Itoa(code/100) + "xx"
 }
 
 var localTransport = &http.Transport{
