@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"flightdeck/handlers"
+	"flightdeck/internal/auth"
+	"flightdeck/internal/config"
+	"flightdeck/internal/dbtest"
+	"flightdeck/internal/notify"
+	"flightdeck/store"
+	"flightdeck/workflow/action/local"
+	"flightdeck/workflow/queue"
+	"flightdeck/workflow/task"
+)
+
+// canaryPipelines are the canary tests' pipelines: the built-in's shape
+// with short intervals, and a hold step (an exec that waits for the file
+// named by param hold) so a test can look at the split while it stands.
+const canaryPipelines = `name: canary-fast
+params:
+  - {name: app, type: string, required: true}
+  - {name: version, type: string, required: true}
+  - {name: env, type: enum, values: [staging], default: staging}
+  - {name: hold, type: string, default: ""}
+  - {name: weight, type: int, default: 50}
+  - {name: prom_url, type: string, default: ""}
+  - {name: query, type: string, default: ""}
+  - {name: success, type: string, default: "<= 0.05"}
+steps:
+  - name: create_dns
+    action: local.dns_create
+    compensate: {action: local.dns_delete}
+  - name: deploy_canary
+    action: local.instance_start
+    with: {version: "{{ .params.version }}", weight: 0}
+    compensate: {action: local.instance_stop}
+  - name: shift
+    action: local.traffic_shift
+    with: {host: "{{ .params.app }}.{{ .params.env }}", weight: "{{ .params.weight }}"}
+    compensate: {action: local.traffic_shift}
+  - name: hold
+    action: exec
+    with:
+      command: [sh, -c, 'while [ -n "$HOLD" ] && [ ! -e "$HOLD" ]; do sleep 0.05; done']
+      env: {HOLD: "{{ .params.hold }}"}
+  - name: analyse
+    action: analysis
+    with:
+      provider: proxy
+      host: "{{ .params.app }}.{{ .params.env }}"
+      metric: error_rate
+      success: "{{ .params.success }}"
+      interval: 400ms
+      count: 3
+      min_requests: 3
+      load: {rate: 40, path: /}
+  - name: promote
+    action: local.traffic_shift
+    with: {host: "{{ .params.app }}.{{ .params.env }}", weight: 100}
+    compensate: {action: local.traffic_shift}
+`
+
+const canaryPromPipeline = `name: canary-prom
+params:
+  - {name: app, type: string, required: true}
+  - {name: version, type: string, required: true}
+  - {name: env, type: enum, values: [staging], default: staging}
+  - {name: hold, type: string, default: ""}
+  - {name: prom_url, type: string, required: true}
+  - {name: query, type: string, required: true}
+steps:
+  - name: create_dns
+    action: local.dns_create
+    compensate: {action: local.dns_delete}
+  - name: deploy_canary
+    action: local.instance_start
+    with: {version: "{{ .params.version }}", weight: 0}
+    compensate: {action: local.instance_stop}
+  - name: shift
+    action: local.traffic_shift
+    with: {host: "{{ .params.app }}.{{ .params.env }}", weight: 50}
+    compensate: {action: local.traffic_shift}
+  - name: hold
+    action: exec
+    with:
+      command: [sh, -c, 'while [ -n "$HOLD" ] && [ ! -e "$HOLD" ]; do sleep 0.05; done']
+      env: {HOLD: "{{ .params.hold }}"}
+  - name: analyse
+    action: analysis
+    with:
+      provider: prometheus
+      url: "{{ .params.prom_url }}"
+      query: "{{ .params.query }}"
+      success: "> 1"
+      interval: 1s
+      count: 3
+  - name: promote
+    action: local.traffic_shift
+    with: {host: "{{ .params.app }}.{{ .params.env }}", weight: 100}
+    compensate: {action: local.traffic_shift}
+`
+
+// canaryEnv is one flightdeck (API, proxy, worker pool, local provider)
+// in this process, on its own database.
+type canaryEnv struct {
+	t      *testing.T
+	st     *store.Store
+	url    string // the server's base URL (API, proxy, /metrics)
+	getenv func(string) string
+	dir    string
+}
+
+func newCanaryEnv(t *testing.T) *canaryEnv {
+	t.Helper()
+	st := dbtest.Store(t)
+	ctx := t.Context()
+	_, err := st.UserAdd(ctx, store.UserAddParams{Email: "dev@acme.test", Team: "acme", Role: auth.RoleDeployer})
+	require.NoError(t, err)
+	token, hash := auth.NewSecret(auth.TokenPrefix)
+	require.NoError(t, st.TokenCreate(ctx, "dev@acme.test", "cli", hash))
+	dir := t.TempDir()
+	for name, src := range map[string]string{"fast.yaml": canaryPipelines, "prom.yaml": canaryPromPipeline} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600))
+	}
+	cfg, err := config.Load(func(string) string { return "" })
+	require.NoError(t, err)
+	cfg.PipelinesDir = dir
+	catalog, err := loadCatalog(cfg)
+	require.NoError(t, err)
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	lp, err := local.New(local.Config{Store: st, Logger: logger, Node: "test-node", Executable: os.Args[0], HealthTimeout: 30 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(lp.StopAll)
+	n := notify.NewListener(st, logger)
+	hub := notify.NewHub()
+	hub.Attach(n)
+	t.Cleanup(hub.Follow(st.Wakeups()))
+	pool := queue.New(st, taskHandlers(cfg, st, catalog, logger, lp), queue.Config{Workers: 2, PollInterval: 20 * time.Millisecond, Logger: logger})
+	pool.Attach(n)
+	srv := httptest.NewServer(handlers.New(handlers.Deps{Config: cfg, Store: st, Logger: logger, Pipelines: catalog, Hub: hub}))
+	lp.SetProxyURL(srv.URL)
+	bg, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = n.Run(bg) })
+	wg.Go(func() { _ = pool.Run(bg) })
+	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait() })
+	return &canaryEnv{t: t, st: st, url: srv.URL, dir: t.TempDir(), getenv: func(k string) string {
+		return map[string]string{"FLIGHTDECK_URL": srv.URL, "FLIGHTDECK_TOKEN": token}[k]
+	}}
+}
+
+// submit runs "flightdeck submit --watch" and returns the task id and
+// whether it completed.
+func (e *canaryEnv) submit(pipelineName string, params ...string) (string, string, error) {
+	args := []string{"submit", "--pipeline", pipelineName, "--watch"}
+	for _, p := range params {
+		args = append(args, "--param", p)
+	}
+	var out, errOut bytes.Buffer
+	err := run(e.t.Context(), args, e.getenv, &out, &errOut)
+	return strings.SplitN(out.String(), "\n", 2)[0], out.String() + errOut.String(), err
+}
+
+// versions sends n requests for host through the proxy and counts the
+// versions that answered (by the demo app's header).
+func versions(t require.TestingT, base, host string, n int) map[string]int {
+	seen := map[string]int{}
+	for range n {
+		req, err := http.NewRequest(http.MethodGet, base+"/", nil)
+		require.NoError(t, err)
+		req.Host = host + ".localhost"
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		seen[resp.Header.Get("X-Demoapp-Version")]++
+	}
+	return seen
+}
+
+// serves waits until every one of 50 requests reaches version alone (a
+// serve process trusts a route lookup for a couple of seconds).
+func serves(t *testing.T, base, host, version string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, map[string]int{version: 50}, versions(c, base, host, 50))
+	}, 20*time.Second, 100*time.Millisecond)
+}
+
+// waitStep waits until a task deploying host's app has step in state.
+func (e *canaryEnv) waitStep(host, step string, state task.StepState) string {
+	var id string
+	require.Eventually(e.t, func() bool {
+		var n int
+		err := e.st.Pool().QueryRow(e.t.Context(), `SELECT count(*) FROM local_routes WHERE host = $1`, host).Scan(&n)
+		return err == nil && n == 1
+	}, 30*time.Second, 20*time.Millisecond)
+	require.Eventually(e.t, func() bool {
+		err := e.st.Pool().QueryRow(e.t.Context(), `SELECT s.task_id FROM task_steps s JOIN tasks t ON t.id = s.task_id
+			WHERE s.name = $1 AND s.state = $2 AND t.params->>'app' = $3`, step, string(state), strings.SplitN(host, ".", 2)[0]).Scan(&id)
+		return err == nil
+	}, 60*time.Second, 20*time.Millisecond)
+	return id
+}
+
+func stepStates(t *testing.T, st *store.Store, id string) map[string]string {
+	rows, err := st.StepList(t.Context(), id)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, r := range rows {
+		out[r.Name] = string(r.State)
+	}
+	return out
+}
+
+// TestCanaryHealthy: a healthy canary holds its share while it stands
+// (over 400 requests a 50 % share lands within 35–65 %), passes its
+// analysis and, promoted, serves every request.
+func TestCanaryHealthy(t *testing.T) {
+	t.Parallel()
+	e := newCanaryEnv(t)
+	_, out, err := e.submit("web-service", "app=shop", "version=1.0.0")
+	require.NoError(t, err, out)
+	serves(t, e.url, "shop.staging", "1.0.0")
+
+	hold := filepath.Join(e.dir, "release")
+	done := make(chan error, 1)
+	var canaryOut string
+	go func() {
+		var err error
+		_, canaryOut, err = e.submit("canary-fast", "app=shop", "version=2.0.0", "hold="+hold)
+		done <- err
+	}()
+	e.waitStep("shop.staging", "hold", task.StepRunning)
+	route, err := e.st.LocalRouteGet(t.Context(), "shop.staging")
+	require.NoError(t, err)
+	require.NotEmpty(t, route.CanaryID)
+	require.Equal(t, 50, route.CanaryWeight)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		seen := versions(c, e.url, "shop.staging", 400)
+		assert.Equal(c, 400, seen["1.0.0"]+seen["2.0.0"], "%v", seen)
+		assert.InDelta(c, 200, seen["2.0.0"], 60, "%v", seen)
+	}, 20*time.Second, 100*time.Millisecond)
+	require.NoError(t, os.WriteFile(hold, nil, 0o600))
+	require.NoError(t, <-done, canaryOut)
+	require.Contains(t, canaryOut, "measurement 3 of 3: error_rate 0, wants <= 0.05: ok")
+	serves(t, e.url, "shop.staging", "2.0.0")
+	route, err = e.st.LocalRouteGet(t.Context(), "shop.staging")
+	require.NoError(t, err)
+	require.Empty(t, route.CanaryID)
+}
+
+// TestCanaryFailing: a canary failing every other request fails its
+// analysis; the saga undoes the shift and stops it; the stable version
+// serves every request again.
+func TestCanaryFailing(t *testing.T) {
+	t.Parallel()
+	e := newCanaryEnv(t)
+	_, out, err := e.submit("web-service", "app=cart", "version=1.0.0")
+	require.NoError(t, err, out)
+	serves(t, e.url, "cart.staging", "1.0.0")
+
+	id, out, err := e.submit("canary-fast", "app=cart", "version=2.0.0-errors")
+	require.True(t, errors.Is(err, errTaskNotCompleted), "got %v: %s", err, out)
+	require.Contains(t, out, "measurement 1 of 3: error_rate")
+	require.Contains(t, out, "wants <= 0.05: failed")
+	require.Contains(t, out, "analysis failed: error_rate")
+	require.Equal(t, map[string]string{"create_dns": "compensated", "deploy_canary": "compensated", "shift": "compensated",
+		"hold": "completed", "analyse": "failed", "promote": "skipped"}, stepStates(t, e.st, id))
+	route, err := e.st.LocalRouteGet(t.Context(), "cart.staging")
+	require.NoError(t, err)
+	require.Empty(t, route.CanaryID, "the canary left the route")
+	serves(t, e.url, "cart.staging", "1.0.0")
+}
+
+// TestCanaryBadInput: a shift on a route with no canary and a weight out
+// of range are step errors, not panics or stuck tasks.
+func TestCanaryBadInput(t *testing.T) {
+	t.Parallel()
+	e := newCanaryEnv(t)
+	_, out, err := e.submit("web-service", "app=bad", "version=1.0.0")
+	require.NoError(t, err, out)
+	_, out, err = e.submit("canary-fast", "app=bad", "version=2.0.0", "weight=101")
+	require.True(t, errors.Is(err, errTaskNotCompleted), "got %v: %s", err, out)
+	require.Contains(t, out, "with.weight: want a whole number from 0 to 100, got 101")
+	_, out, err = e.submit("canary-fast", "app=bad", "version=2.0.0", "success=<= abc")
+	require.True(t, errors.Is(err, errTaskNotCompleted), "got %v: %s", err, out)
+	require.Contains(t, out, `after <= comes a number ("abc" is not one)`)
+	serves(t, e.url, "bad.staging", "1.0.0")
+}
