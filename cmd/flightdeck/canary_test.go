@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,8 +43,6 @@ params:
   - {name: env, type: enum, values: [staging], default: staging}
   - {name: hold, type: string, default: ""}
   - {name: weight, type: int, default: 50}
-  - {name: prom_url, type: string, default: ""}
-  - {name: query, type: string, default: ""}
   - {name: success, type: string, default: "<= 0.05"}
 steps:
   - name: create_dns
@@ -84,6 +86,7 @@ params:
   - {name: hold, type: string, default: ""}
   - {name: prom_url, type: string, required: true}
   - {name: query, type: string, required: true}
+  - {name: success, type: string, required: true}
 steps:
   - name: create_dns
     action: local.dns_create
@@ -107,7 +110,7 @@ steps:
       provider: prometheus
       url: "{{ .params.prom_url }}"
       query: "{{ .params.query }}"
-      success: "> 1"
+      success: "{{ .params.success }}"
       interval: 1s
       count: 3
   - name: promote
@@ -303,4 +306,146 @@ func TestCanaryBadInput(t *testing.T) {
 	require.True(t, errors.Is(err, errTaskNotCompleted), "got %v: %s", err, out)
 	require.Contains(t, out, `after <= comes a number ("abc" is not one)`)
 	serves(t, e.url, "bad.staging", "1.0.0")
+}
+
+// prometheusBin is Debian's prometheus, unpacked by go tool task
+// deps:prometheus (which sets FLIGHTDECK_TEST_PROMETHEUS for go test).
+func prometheusBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("FLIGHTDECK_TEST_PROMETHEUS")
+	if bin == "" {
+		bin, _ = filepath.Abs(filepath.Join("..", "..", ".data", "prometheus", "usr", "bin", "prometheus"))
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("no prometheus binary at %s: run `go tool task deps:prometheus` (Debian's prometheus package, unpacked; no service), or set FLIGHTDECK_TEST_PROMETHEUS", bin)
+	}
+	return bin
+}
+
+// startPrometheus runs a real Prometheus on a free loopback port scraping
+// target (host:port) every second, and returns its base URL.
+func startPrometheus(t *testing.T, target string) string {
+	t.Helper()
+	bin := prometheusBin(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "prometheus.yml")
+	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: flightdeck
+    scrape_interval: 1s
+    static_configs: [{targets: [%q]}]
+`, target)), 0o600))
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "--config.file="+conf, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = t.Output(), t.Output()
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	base := "http://" + addr
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		resp, err := http.Get(base + "/-/ready")
+		if assert.NoError(c, err) {
+			resp.Body.Close()
+			assert.Equal(c, http.StatusOK, resp.StatusCode)
+		}
+	}, 30*time.Second, 50*time.Millisecond)
+	return base
+}
+
+// promValue asks Prometheus for query's single value ("" while it has none).
+func promValue(t require.TestingT, base, query string) string {
+	resp, err := http.Get(base + "/api/v1/query?" + url.Values{"query": {query}}.Encode())
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var doc struct {
+		Data struct {
+			Result []struct {
+				Value []any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
+	if len(doc.Data.Result) != 1 {
+		return ""
+	}
+	s, _ := doc.Data.Result[0].Value[1].(string)
+	return s
+}
+
+// traffic sends requests for host through the proxy until the test ends.
+func traffic(t *testing.T, base, host string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/", nil)
+			req.Host = host + ".localhost"
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// TestCanaryPrometheus runs canaries whose analysis asks a real Prometheus
+// that scrapes this flightdeck's /metrics: a healthy one passes on its
+// request rate, one failing every other request fails on its error ratio.
+func TestCanaryPrometheus(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, app, version, query, success string
+		pass                               bool
+	}{
+		{"Pass", "api", "2.0.0", `sum(rate(flightdeck_local_proxy_requests_total{host="api.staging",version="2.0.0"}[5s]))`, "> 1", true},
+		{"Fail", "web", "2.0.0-errors", `sum(rate(flightdeck_local_proxy_requests_total{host="web.staging",version="2.0.0-errors",code="5xx"}[5s])) / sum(rate(flightdeck_local_proxy_requests_total{host="web.staging",version="2.0.0-errors"}[5s]))`, "<= 0.05", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newCanaryEnv(t)
+			prom := startPrometheus(t, strings.TrimPrefix(e.url, "http://"))
+			host := tc.app + ".staging"
+			_, out, err := e.submit("web-service", "app="+tc.app, "version=1.0.0")
+			require.NoError(t, err, out)
+			hold := filepath.Join(e.dir, "release")
+			type result struct {
+				id, out string
+				err     error
+			}
+			done := make(chan result, 1)
+			go func() {
+				id, out, err := e.submit("canary-prom", "app="+tc.app, "version="+tc.version, "hold="+hold,
+					"prom_url="+prom, "query="+tc.query, "success="+tc.success)
+				done <- result{id, out, err}
+			}()
+			e.waitStep(host, "hold", task.StepRunning)
+			traffic(t, e.url, host)
+			// Released once Prometheus has scraped enough of the canary
+			// to answer: every measurement then is a real value.
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.NotEmpty(c, promValue(c, prom, tc.query))
+			}, 60*time.Second, 200*time.Millisecond)
+			require.NoError(t, os.WriteFile(hold, nil, 0o600))
+			res := <-done
+			if tc.pass {
+				require.NoError(t, res.err, res.out)
+				require.Contains(t, res.out, "measurement 3 of 3: query ")
+				serves(t, e.url, host, tc.version)
+				return
+			}
+			require.True(t, errors.Is(res.err, errTaskNotCompleted), "got %v: %s", res.err, res.out)
+			require.Contains(t, res.out, "wants <= 0.05: failed")
+			require.Contains(t, res.out, "analysis failed: query 0.")
+			require.Equal(t, "compensated", stepStates(t, e.st, res.id)["shift"])
+			serves(t, e.url, host, "1.0.0")
+		})
+	}
 }
