@@ -44,6 +44,7 @@ params:
   - {name: hold, type: string, default: ""}
   - {name: weight, type: int, default: 50}
   - {name: success, type: string, default: "<= 0.05"}
+  - {name: interval, type: string, default: 400ms}
 steps:
   - name: create_dns
     action: local.dns_create
@@ -68,7 +69,7 @@ steps:
       host: "{{ .params.app }}.{{ .params.env }}"
       metric: error_rate
       success: "{{ .params.success }}"
-      interval: 400ms
+      interval: "{{ .params.interval }}"
       count: 3
       min_requests: 3
       load: {rate: 40, path: /}
@@ -448,4 +449,133 @@ func TestCanaryPrometheus(t *testing.T) {
 			serves(t, e.url, host, "1.0.0")
 		})
 	}
+}
+
+// TestCanaryServeProcesses runs real serve processes on one database: a
+// web one and a worker route the same split while a canary stands; the
+// worker is SIGKILLed during the analysis, the split stays as it was, and
+// a new worker resumes the task, measures again and promotes the canary.
+func TestCanaryServeProcesses(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.URL(t)
+	spool, err := store.Open(t.Context(), dbURL, 4)
+	require.NoError(t, err)
+	t.Cleanup(spool.Close)
+	st := store.New(spool)
+	ctx := t.Context()
+	_, err = st.UserAdd(ctx, store.UserAddParams{Email: "dev@acme.test", Team: "acme", Role: auth.RoleDeployer})
+	require.NoError(t, err)
+	token, hash := auth.NewSecret(auth.TokenPrefix)
+	require.NoError(t, st.TokenCreate(ctx, "dev@acme.test", "cli", hash))
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "fast.yaml"), []byte(canaryPipelines), 0o600))
+
+	// serve starts "flightdeck serve" (this test binary, see TestMain) and
+	// waits until it is ready.
+	serve := func(role string) (base string, cmd *exec.Cmd) {
+		addr := freeAddr(t)
+		cmd = exec.Command(os.Args[0], "serve", "--addr", addr, "--role", role, "--workers", "2", "--grace", "5s")
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "FLIGHTDECK_PIPELINES="+dir, "FLIGHTDECK_POLL_INTERVAL=50ms",
+			"FLIGHTDECK_LEASE=1s", "FLIGHTDECK_LOCAL_STOP_ON_EXIT=1")
+		cmd.Stdout, cmd.Stderr = io.Discard, t.Output()
+		require.NoError(t, cmd.Start())
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(os.Interrupt) // a graceful stop stops its demo apps
+			select {
+			case <-exited:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		})
+		base = "http://" + addr
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			resp, err := http.Get(base + "/readyz")
+			if assert.NoError(c, err) {
+				resp.Body.Close()
+				assert.Equal(c, http.StatusOK, resp.StatusCode)
+			}
+		}, 60*time.Second, 50*time.Millisecond)
+		return base, cmd
+	}
+	web, _ := serve("web")
+	worker, workerCmd := serve("worker")
+	getenv := func(k string) string { return map[string]string{"FLIGHTDECK_URL": web, "FLIGHTDECK_TOKEN": token}[k] }
+	submit := func(params ...string) (string, error) {
+		args := []string{"submit", "--pipeline", params[0], "--watch"}
+		for _, p := range params[1:] {
+			args = append(args, "--param", p)
+		}
+		var out, errOut bytes.Buffer
+		err := run(ctx, args, getenv, &out, &errOut)
+		return out.String() + errOut.String(), err
+	}
+	out, err := submit("web-service", "app=shop", "version=1.0.0")
+	require.NoError(t, err, out)
+	serves(t, web, "shop.staging", "1.0.0")
+
+	hold := filepath.Join(t.TempDir(), "release")
+	done := make(chan error, 1)
+	var canaryOut string
+	go func() {
+		var err error
+		canaryOut, err = submit("canary-fast", "app=shop", "version=2.0.0", "hold="+hold, "interval=1s")
+		done <- err
+	}()
+	e := &canaryEnv{t: t, st: st}
+	id := e.waitStep("shop.staging", "hold", task.StepRunning)
+	for _, base := range []string{web, worker} { // both processes split alike
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			seen := versions(c, base, "shop.staging", 400)
+			assert.Equal(c, 400, seen["1.0.0"]+seen["2.0.0"], "%v", seen)
+			assert.InDelta(c, 200, seen["2.0.0"], 60, "%s: %v", base, seen)
+		}, 20*time.Second, 100*time.Millisecond)
+	}
+	require.NoError(t, os.WriteFile(hold, nil, 0o600))
+
+	// Killed once the analysis took a measurement: no graceful anything.
+	require.Eventually(t, func() bool {
+		evs, err := st.EventsAfter(ctx, id, 0, 1000)
+		require.NoError(t, err)
+		for _, ev := range evs {
+			if strings.Contains(ev.Message, "measurement 1 of 3") {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 20*time.Millisecond, "events: %s", eventsText(t, st, id))
+	require.NoError(t, workerCmd.Process.Kill())
+	route, err := st.LocalRouteGet(ctx, "shop.staging")
+	require.NoError(t, err)
+	require.NotEmpty(t, route.CanaryID)
+	require.Equal(t, 50, route.CanaryWeight, "the split outlives the worker")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		seen := versions(c, web, "shop.staging", 200)
+		assert.InDelta(c, 100, seen["2.0.0"], 40, "%v", seen)
+	}, 20*time.Second, 100*time.Millisecond)
+
+	serve("worker") // resumes the task once the dead worker's lease ends
+	require.NoError(t, <-done, canaryOut)
+	serves(t, web, "shop.staging", "2.0.0")
+	evs, err := st.EventsAfter(ctx, id, 0, 1000)
+	require.NoError(t, err)
+	firsts := 0
+	for _, ev := range evs {
+		if strings.Contains(ev.Message, "measurement 1 of 3") {
+			firsts++
+		}
+	}
+	require.GreaterOrEqual(t, firsts, 2, "the resumed analysis measured again from the start")
+}
+
+func eventsText(t *testing.T, st *store.Store, id string) string {
+	evs, err := st.EventsAfter(context.Background(), id, 0, 1000)
+	require.NoError(t, err)
+	var b strings.Builder
+	for _, ev := range evs {
+		fmt.Fprintf(&b, "%s %s %s %s\n", ev.Type, ev.StepName, ev.Message, ev.Data)
+	}
+	return b.String()
 }
