@@ -120,3 +120,15 @@ func (s *Store) LocalCanaryList(ctx context.Context, teamID string) ([]LocalCana
 		FROM local_routes r JOIN local_instances i ON i.id = r.canary_id AND i.state = 'running'
 		WHERE r.team_id = $1 ORDER BY r.host`, teamID))
 }
+
+// LocalInstanceListReplaced lists node's running instances that a shift to
+// 100 replaced in a task that has completed, and that no route serves
+// again: no undo can return to them any more.
+func (s *Store) LocalInstanceListReplaced(ctx context.Context, node string) ([]LocalInstance, error) {
+	return byName[LocalInstance](s.pool.Query(ctx, `SELECT i.* FROM local_instances i
+		WHERE i.node = $1 AND i.state = 'running'
+			AND EXISTS (SELECT 1 FROM local_effects e JOIN tasks t ON t.id = e.task_id AND t.state = 'completed'
+				WHERE e.action = 'local.traffic_shift' AND e.output->>'promoted' = 'true'
+					AND e.output->>'previous_current_id' = i.id::text)
+			AND NOT EXISTS (SELECT 1 FROM local_routes r WHERE r.instance_id = i.id OR r.canary_id = i.id)`, node))
+}

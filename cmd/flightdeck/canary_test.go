@@ -128,6 +128,7 @@ type canaryEnv struct {
 	url    string // the server's base URL (API, proxy, /metrics)
 	getenv func(string) string
 	dir    string
+	lp     *local.Provider
 }
 
 func newCanaryEnv(t *testing.T) *canaryEnv {
@@ -164,7 +165,7 @@ func newCanaryEnv(t *testing.T) *canaryEnv {
 	wg.Go(func() { _ = n.Run(bg) })
 	wg.Go(func() { _ = pool.Run(bg) })
 	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait() })
-	return &canaryEnv{t: t, st: st, url: srv.URL, dir: t.TempDir(), getenv: func(k string) string {
+	return &canaryEnv{t: t, st: st, url: srv.URL, dir: t.TempDir(), lp: lp, getenv: func(k string) string {
 		return map[string]string{"FLIGHTDECK_URL": srv.URL, "FLIGHTDECK_TOKEN": token}[k]
 	}}
 }
@@ -242,6 +243,8 @@ func TestCanaryHealthy(t *testing.T) {
 	_, out, err := e.submit("web-service", "app=shop", "version=1.0.0")
 	require.NoError(t, err, out)
 	serves(t, e.url, "shop.staging", "1.0.0")
+	stable, err := e.st.LocalRouteGet(t.Context(), "shop.staging")
+	require.NoError(t, err)
 
 	hold := filepath.Join(e.dir, "release")
 	done := make(chan error, 1)
@@ -256,6 +259,9 @@ func TestCanaryHealthy(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, route.CanaryID)
 	require.Equal(t, 50, route.CanaryWeight)
+	n, err := e.lp.StopReplaced(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing is replaced while the canary stands")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		seen := versions(c, e.url, "shop.staging", 400)
 		assert.Equal(c, 400, seen["1.0.0"]+seen["2.0.0"], "%v", seen)
@@ -268,6 +274,13 @@ func TestCanaryHealthy(t *testing.T) {
 	route, err = e.st.LocalRouteGet(t.Context(), "shop.staging")
 	require.NoError(t, err)
 	require.Empty(t, route.CanaryID)
+	// The stable instance it replaced stops now that the task completed.
+	n, err = e.lp.StopReplaced(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	old, err := e.st.LocalInstanceGet(t.Context(), stable.InstanceID)
+	require.NoError(t, err)
+	require.Equal(t, "stopped", old.State)
 }
 
 // TestCanaryFailing: a canary failing every other request fails its
@@ -291,6 +304,47 @@ func TestCanaryFailing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, route.CanaryID, "the canary left the route")
 	serves(t, e.url, "cart.staging", "1.0.0")
+}
+
+// TestCanaryCancel: a task cancelled during its analysis stops the load
+// and undoes the shift and the canary.
+func TestCanaryCancel(t *testing.T) {
+	t.Parallel()
+	e := newCanaryEnv(t)
+	_, out, err := e.submit("web-service", "app=stop", "version=1.0.0")
+	require.NoError(t, err, out)
+	done := make(chan error, 1)
+	go func() {
+		_, out, err := e.submit("canary-fast", "app=stop", "version=2.0.0", "interval=1m")
+		done <- fmt.Errorf("%w: %s", err, out)
+	}()
+	id := e.waitStep("stop.staging", "analyse", task.StepRunning)
+	route, err := e.st.LocalRouteGet(t.Context(), "stop.staging")
+	require.NoError(t, err)
+	// The load reaches the canary while the analysis waits for its first
+	// measurement.
+	require.Eventually(t, func() bool {
+		return local.DefaultProxyStats.Window(route.CanaryID, time.Now().Add(-time.Minute), time.Now()).Requests > 5
+	}, 20*time.Second, 20*time.Millisecond)
+	req, err := http.NewRequest(http.MethodPost, e.url+"/api/v1/tasks/"+id+"/cancel", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+e.getenv("FLIGHTDECK_TOKEN"))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Less(t, resp.StatusCode, 300)
+	err = <-done
+	require.ErrorIs(t, err, errTaskNotCompleted)
+	states := stepStates(t, e.st, id)
+	require.Equal(t, "compensated", states["shift"], "%v", states)
+	require.Equal(t, "compensated", states["deploy_canary"], "%v", states)
+	// The load stopped with the step: nothing reaches the canary any more.
+	stopped := time.Now()
+	require.Never(t, func() bool {
+		return local.DefaultProxyStats.Window(route.CanaryID, stopped, time.Now()).Requests > 0
+	}, 500*time.Millisecond, 50*time.Millisecond)
+	serves(t, e.url, "stop.staging", "1.0.0")
 }
 
 // TestCanaryBadInput: a shift on a route with no canary and a weight out
