@@ -68,6 +68,7 @@ func New(d Deps) *echo.Echo {
 	app.GET("/dashboard", h.dashboardShow)
 	app.GET("/pipelines", h.pipelineList)
 	app.GET("/environments", h.environmentList)
+	app.GET("/environments/canary", h.environmentCanary)
 	app.POST("/environments/promote", h.environmentPromote)
 	app.POST("/freezes", h.freezeCreate)
 	app.POST("/freezes/:id/end", h.freezeEnd)

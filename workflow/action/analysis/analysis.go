@@ -109,7 +109,7 @@ func (a *Action) Run(ctx context.Context, in action.Input) (json.RawMessage, err
 		go func() { defer wg.Done(); a.load(loadCtx, base, sp) }()
 		// The load stops with the step, however it ends (cancel included).
 		defer func() { stopLoad(); wg.Wait() }()
-		in.Log(fmt.Sprintf("Sending %d requests a second to %s%s through flightdeck's proxy", sp.LoadRate, sp.Host, sp.LoadPath))
+		in.Log(fmt.Sprintf("Sending %d requests a second for %s to %s through flightdeck's proxy", sp.LoadRate, sp.LoadPath, sp.Host))
 	}
 	var values []string
 	from := time.Now()
