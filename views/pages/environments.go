@@ -33,7 +33,7 @@ type EnvTarget struct {
 	CanaryHost    string
 	CanaryVersion string
 	CanaryWeight  int
-	AppURL   string     // where the deployed app answers; "" when nothing serves it
+	AppURL        string // where the deployed app answers; "" when nothing serves it
 	// Environment is the target's environment ("" for none); Frozen the
 	// freeze that holds it now (nil: none).
 	Environment string
