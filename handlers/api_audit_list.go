@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -71,19 +72,21 @@ func writeAuditCSV(c echo.Context, entries []store.AuditEntry) error {
 	w := csv.NewWriter(c.Response())
 	_ = w.Write([]string{"id", "at", "actor", "type", "task_id", "detail"})
 	for _, e := range entries {
-		task := ""
+		taskID := ""
 		if e.TaskID != nil {
-			task = *e.TaskID
+			taskID = *e.TaskID
 		}
-		_ = w.Write([]string{strconv.FormatInt(e.ID, 10), e.At.Format("2006-01-02T15:04:05Z07:00"), csvSafe(e.Actor), e.Type, task, csvSafe(string(e.Detail))})
+		_ = w.Write([]string{strconv.FormatInt(e.ID, 10), e.At.Format("2006-01-02T15:04:05Z07:00"), csvSafe(e.Actor), csvSafe(e.Type), taskID, csvSafe(string(e.Detail))})
 	}
 	w.Flush()
 	return w.Error()
 }
 
-// csvSafe keeps a spreadsheet from reading a cell as a formula.
+// csvSafe keeps a spreadsheet from reading a cell as a formula (a leading
+// =, +, -, @, TAB or CR) and shows bidirectional controls as escapes.
 func csvSafe(s string) string {
-	if s != "" && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@') {
+	s = task.ShowBidi(s)
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
 		return "'" + s
 	}
 	return s

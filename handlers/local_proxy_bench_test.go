@@ -30,7 +30,11 @@ func demoApp(b *testing.B, version string) int {
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = local.RunDemoApp(ctx, []string{"--version", version}, pw, io.Discard); pw.Close() }()
+	go func() {
+		defer close(done)
+		_ = local.RunDemoApp(ctx, []string{"--version", version}, pw, io.Discard)
+		pw.Close()
+	}()
 	b.Cleanup(func() { cancel(); <-done })
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	require.NoError(b, err)

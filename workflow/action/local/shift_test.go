@@ -77,7 +77,11 @@ func TestDemoAppMisbehaves(t *testing.T) {
 		pr, pw := io.Pipe()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { defer close(done); _ = RunDemoApp(ctx, []string{"--version", version}, pw, io.Discard); pw.Close() }()
+		go func() {
+			defer close(done)
+			_ = RunDemoApp(ctx, []string{"--version", version}, pw, io.Discard)
+			pw.Close()
+		}()
 		t.Cleanup(func() { cancel(); <-done })
 		buf := make([]byte, 64)
 		n, err := pr.Read(buf)
