@@ -40,6 +40,15 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 	if err != nil {
 		return err
 	}
+	var canaries []store.LocalCanary
+	for _, id := range u.TeamIDs() {
+		cs, err := h.store.LocalCanaryList(c.Request().Context(), id)
+		if err != nil {
+			return err
+		}
+		canaries = append(canaries, cs...)
+	}
+	shares := canaryShares(canaries)
 	hosts := map[string]store.LocalHostHealth{}
 	for _, hh := range health {
 		hosts[hh.TeamID+" "+hh.Host] = hh
@@ -83,6 +92,13 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 			t.Health = envHealth(hh, now)
 			if hh.Serving {
 				t.AppURL = h.localAppURL(hh.Host)
+			}
+		}
+		if host := localHost(e.TargetKey); host != "" {
+			if cs, ok := shares[host]; ok {
+				t.CanaryHost, t.CanaryVersion, t.CanaryWeight = host, cs.Version, cs.Weight
+			} else if t.Running != "" {
+				t.CanaryHost = host // a canary may start: the page asks
 			}
 		}
 		if pl != nil {

@@ -15,6 +15,7 @@ import (
 	"flightdeck/internal/ratelimit"
 	"flightdeck/internal/sso"
 	"flightdeck/store"
+	"flightdeck/workflow/action/local"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/webhook"
 )
@@ -33,22 +34,26 @@ type Deps struct {
 	// SSO is the OpenID Connect provider when FLIGHTDECK_OIDC_ISSUER is set
 	// (its discovery read at start); nil: password and link logins only.
 	SSO *sso.Client
+	// LocalStats records the local proxy's requests for the analysis
+	// action's proxy provider; default: local.DefaultProxyStats.
+	LocalStats *local.ProxyStats
 }
 
 // Handler carries the dependencies of every handler.
 type Handler struct {
-	cfg       config.Config
-	store     *store.Store
-	logger    *slog.Logger
-	metrics   *httpMetrics
-	reg       *metrics.Registry
-	apiRate   *ratelimit.Limiter // per user: the API and every form
-	wsRate    *ratelimit.Limiter
-	pipelines *pipeline.Catalog
-	hub       *notify.Hub
-	teamFeed  *teamFeed
-	dashFeed  *dashboardFeed
-	runModels *runModels // run pages' models, for their sockets to resume from
+	cfg        config.Config
+	store      *store.Store
+	logger     *slog.Logger
+	metrics    *httpMetrics
+	reg        *metrics.Registry
+	apiRate    *ratelimit.Limiter // per user: the API and every form
+	wsRate     *ratelimit.Limiter
+	pipelines  *pipeline.Catalog
+	hub        *notify.Hub
+	localStats *local.ProxyStats
+	teamFeed   *teamFeed
+	dashFeed   *dashboardFeed
+	runModels  *runModels // run pages' models, for their sockets to resume from
 
 	webhookGuard *webhook.Guard
 	crossOrigin  *http.CrossOriginProtection
@@ -92,6 +97,7 @@ func newHandler(d Deps) *Handler {
 		logger:         logger,
 		metrics:        newHTTPMetrics(reg),
 		runModels:      newRunModels(),
+		localStats:     cmp.Or(d.LocalStats, local.DefaultProxyStats),
 		reg:            reg,
 		apiRate:        ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
 		wsRate:         ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),

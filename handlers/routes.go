@@ -69,6 +69,7 @@ func New(d Deps) *echo.Echo {
 	app.GET("/dashboard", h.dashboardShow)
 	app.GET("/pipelines", h.pipelineList)
 	app.GET("/environments", h.environmentList)
+	app.GET("/environments/canary", h.environmentCanary)
 	app.POST("/environments/promote", h.environmentPromote, h.rateLimit)
 	app.POST("/freezes", h.freezeCreate, h.rateLimit)
 	app.POST("/freezes/:id/end", h.freezeEnd, h.rateLimit)

@@ -37,7 +37,9 @@ import (
 // TestMain lets the test binary serve as "flightdeck demoapp", which the
 // local provider starts from its own executable.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "demoapp" {
+	// ... and as "flightdeck serve", which the canary tests run as real
+	// processes (TestCanaryServeProcesses).
+	if len(os.Args) > 1 && (os.Args[1] == "demoapp" || os.Args[1] == "serve") {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 		stop()

@@ -28,7 +28,12 @@ type EnvTarget struct {
 	// otherwise its button redeploys it.
 	Rollback bool
 	Health   *EnvHealth // nil: the target has no local host
-	AppURL   string     // where the deployed app answers; "" when nothing serves it
+	// Canary: the local host whose canary share the page shows (polled
+	// while a deploy runs), its version ("" for none) and share.
+	CanaryHost    string
+	CanaryVersion string
+	CanaryWeight  int
+	AppURL        string // where the deployed app answers; "" when nothing serves it
 	// Environment is the target's environment ("" for none); Frozen the
 	// freeze that holds it now (nil: none).
 	Environment string

@@ -18,6 +18,9 @@ import (
 	"flightdeck/internal/tracing"
 )
 
+// HTTPInputs are the with fields the action takes (the loader refuses others).
+var HTTPInputs = []string{"method", "url", "headers", "body", "expect_status"}
+
 // HTTP sends a request with the step's idempotency key, retrying 5xx, 429
 // and network errors with backoff, behind a circuit breaker per host.
 // Redirects are not followed.

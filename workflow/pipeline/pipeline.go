@@ -63,6 +63,11 @@ type Pipeline struct {
 	// DecisionTimeoutDefault, then it rolls back). See AsksOnFailure.
 	OnFailure       string
 	DecisionTimeout time.Duration
+
+	// file and lines place a loaded pipeline's steps for CheckActions
+	// (both empty for pipelines built in Go).
+	file  string
+	lines map[string]int
 }
 
 // OnFailureAsk is the on_failure value of guided failure.
