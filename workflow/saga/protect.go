@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"flightdeck/internal/words"
 	"flightdeck/store"
 	"flightdeck/workflow/environment"
 	"flightdeck/workflow/pipeline"
@@ -75,7 +76,7 @@ func ProtectDeploy(ctx context.Context, st *store.Store, in *store.TaskInsertPar
 	version, _ := pub[vp].(string)
 	if e != nil && e.Versions != nil && !e.VersionOK(version) {
 		return &Refusal{Code: "invalid", Field: "params." + cmpOr(vp, "version"),
-			Message: fmt.Sprintf("%s takes versions matching %s; %q does not", env, e.Versions, version)}
+			Message: versionsMessage(env, e.Versions.String(), version)}
 	}
 	if o.Override != "" {
 		if !o.MayOverride {
@@ -114,7 +115,7 @@ func ProtectDeploy(ctx context.Context, st *store.Store, in *store.TaskInsertPar
 		if hold, frozen := e.Frozen(api, now); frozen {
 			wait := hold.Until.Sub(now)
 			return &Refusal{Code: "frozen", RetryAfter: wait,
-				Message: fmt.Sprintf("%s is frozen (%s) until %s", env, hold.Reason, hold.Until.UTC().Format(time.RFC3339))}
+				Message: fmt.Sprintf("%s is frozen (%s) until %s (in %s)", env, hold.Reason, words.At(hold.Until, now), words.Duration(wait))}
 		}
 	}
 	if e == nil || e.Reviewers == nil {
@@ -147,8 +148,18 @@ func schedule(in *store.TaskInsertParams, runAt *time.Time, now time.Time) error
 	in.State, in.RunAfter = task.StateScheduled, runAt
 	data, _ := json.Marshal(map[string]any{"state": task.StateScheduled, "run_at": runAt.UTC()})
 	in.Events = append(in.Events, task.Event{Type: task.EventTaskState, Status: task.StatusLog,
-		Message: "Scheduled to run at " + runAt.UTC().Format(time.RFC3339), Data: data})
+		Message: "Scheduled to run " + words.Until(*runAt, now), Data: data})
 	return nil
+}
+
+// versionsMessage says which versions env takes by an example made from
+// its pattern, never the pattern itself (people read it, contract field
+// names stay).
+func versionsMessage(env, pattern, version string) string {
+	if ex := words.Example(pattern); ex != "" {
+		return fmt.Sprintf("%s takes a version like %s; %q is not one", env, ex, version)
+	}
+	return fmt.Sprintf("%s does not take version %q (its rules on the environments page say which it takes)", env, version)
 }
 
 func later(a *time.Time, b time.Time) *time.Time {

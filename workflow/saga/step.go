@@ -14,6 +14,7 @@ import (
 	"flightdeck/internal/backoff"
 	"flightdeck/internal/breaker"
 	"flightdeck/internal/tracing"
+	"flightdeck/internal/words"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
 	"flightdeck/workflow/pipeline"
@@ -77,7 +78,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 			return &stepFailure{ps: ps, attempt: attempt, err: err}
 		}
 		wait := rn.r.retryWait(failures, err)
-		msg := fmt.Sprintf("Step %s failed (%s); retrying in %s (%d of %d retries)", ps.Name, err, wait.Round(time.Millisecond), failures, ps.Step.Retries)
+		msg := fmt.Sprintf("Step %s failed (%s); retrying in %s (%d of %d retries)", ps.Name, err, words.Duration(wait), failures, ps.Step.Retries)
 		if werr := rn.write(change{Idx: ps.Index, State: task.StepRunning, Events: []task.Event{
 			rn.event(ps, task.EventStepRetrying, task.StatusLog, ps.Step.Action, msg, retryData(err, wait, attempt, attempt-failures+ps.Step.Retries+1)),
 		}}); werr != nil {
