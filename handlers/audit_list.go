@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/store"
 	"flightdeck/views/pages"
 )
 
@@ -26,20 +25,7 @@ func (h *Handler) auditList(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if c.QueryParam("format") == "csv" {
-		var all []store.AuditEntry
-		p.Limit = maxAuditPage
-		for len(all) < maxAuditCSV {
-			entries, next, err := h.store.AuditList(ctx, p)
-			if err != nil {
-				return err
-			}
-			all = append(all, entries...)
-			if next == 0 {
-				break
-			}
-			p.Before = next
-		}
-		return writeAuditCSV(c, all)
+		return h.auditCSV(c, p)
 	}
 	entries, next, err := h.store.AuditList(ctx, p)
 	if err != nil {
