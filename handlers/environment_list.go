@@ -57,6 +57,17 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 	for i := range envs {
 		byKey[envs[i].TeamID+"\x00"+envs[i].Pipeline+"\x00"+envs[i].TargetKey] = &envs[i]
 	}
+	// Each current deploy's skipped steps, in one query.
+	var current []string
+	for _, e := range envs {
+		if e.Current != nil {
+			current = append(current, e.Current.TaskID)
+		}
+	}
+	skipped, err := h.store.TaskSkippedSteps(c.Request().Context(), current)
+	if err != nil {
+		return err
+	}
 	for _, e := range envs {
 		if n := len(p.Pipelines); n == 0 || p.Pipelines[n-1].Name != e.Pipeline {
 			p.Pipelines = append(p.Pipelines, pages.EnvPipeline{Name: e.Pipeline})
@@ -73,6 +84,9 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 			t.Running = *e.Running
 		}
 		t.Current, t.Previous = envDeploy(pl, e.TargetKey, e.Current, now), envDeploy(pl, e.TargetKey, e.Previous, now)
+		if t.Current != nil {
+			t.Current.Skipped = skipped[t.Current.TaskID]
+		}
 		for _, d := range e.History {
 			v := envDeploy(pl, e.TargetKey, &d, now)
 			v.Current = e.Current != nil && d.TaskID == e.Current.TaskID

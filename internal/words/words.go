@@ -197,3 +197,24 @@ func (g *gen) pick(ranges []rune) rune {
 	}
 	return ranges[0]
 }
+
+// Outcome is the word a page shows for a task's state: its state in words,
+// but "completed with 1 step skipped" when steps were skipped and
+// "rejected" for a deploy cancelled by a reviewer's or approver's "no"
+// (the API's state stays "cancelled"). errText is the task's error, which
+// the store writes as "… rejected by <who>" for a rejection
+// (store/approval.go).
+func Outcome(state, errText string, skipped int) string {
+	switch {
+	case state == "completed":
+		return Completed(skipped)
+	case Rejected(state, errText):
+		return "rejected"
+	}
+	return strings.ReplaceAll(state, "_", " ")
+}
+
+// Rejected says whether a task ended because someone rejected it.
+func Rejected(state, errText string) bool {
+	return state == "cancelled" && strings.Contains(errText, " rejected by ")
+}

@@ -78,3 +78,23 @@ func TestExample(t *testing.T) {
 		}
 	}
 }
+
+func TestOutcome(t *testing.T) {
+	for _, c := range []struct {
+		state, err string
+		skipped    int
+		want       string
+	}{
+		{"completed", "", 0, "completed"},
+		{"completed", "", 1, "completed with 1 step skipped"},
+		{"cancelled", "deploy to production rejected by pat@acme.test", 0, "rejected"},
+		{"cancelled", "approval of deploy rejected by pat@acme.test", 0, "rejected"},
+		{"cancelled", "cancelled by pat@acme.test", 0, "cancelled"},
+		{"failed", "x rejected by y", 0, "failed"}, // only a cancel is a rejection
+		{"awaiting_approval", "", 0, "awaiting approval"},
+	} {
+		if got := Outcome(c.state, c.err, c.skipped); got != c.want {
+			t.Errorf("Outcome(%q, %q, %d) = %q, want %q", c.state, c.err, c.skipped, got, c.want)
+		}
+	}
+}

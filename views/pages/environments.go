@@ -10,6 +10,7 @@ type EnvDeploy struct {
 	FinishedAt time.Time
 	Ago        string // FinishedAt relative to the render ("5 min ago")
 	Current    bool   // what the target runs now (no Redeploy)
+	Skipped    int    // steps skipped on the way: "completed with 1 step skipped"
 }
 
 // EnvTarget is one target of a pipeline: what runs there and what is on the way.
