@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"flightdeck/internal/words"
 	"flightdeck/views/pages"
 )
 
@@ -49,7 +50,8 @@ func (h *Handler) auditList(c echo.Context) error {
 		props.Next = q.Encode()
 	}
 	for _, e := range entries {
-		r := pages.AuditRow{ID: strconv.FormatInt(e.ID, 10), At: e.At, Actor: e.Actor, Type: e.Type, Detail: string(e.Detail)}
+		r := pages.AuditRow{ID: strconv.FormatInt(e.ID, 10), At: e.At, Actor: e.Actor, Type: e.Type, Detail: string(e.Detail),
+			Sentence: words.Audit(e.Actor, e.Type, e.Detail)}
 		if e.TaskID != nil {
 			r.TaskID = *e.TaskID
 		}

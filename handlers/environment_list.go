@@ -7,14 +7,17 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/internal/auth"
+	"flightdeck/internal/words"
 	"flightdeck/store"
 	"flightdeck/views/pages"
+	"flightdeck/workflow/environment"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/task"
 )
@@ -119,6 +122,9 @@ func (h *Handler) envFreezes(c echo.Context, p *pages.EnvironmentsProps, now tim
 		mayEnd[id] = true
 	}
 	for _, f := range fs {
+		if f.Source == "rule" {
+			continue // one row per window, below
+		}
 		ef := pages.EnvFreeze{Environment: f.Environment, From: f.From, Until: f.Until, Reason: f.Reason, Source: f.Source,
 			Active: !f.From.After(now) && f.Until.After(now)}
 		if f.ID != nil {
@@ -127,6 +133,20 @@ func (h *Handler) envFreezes(c echo.Context, p *pages.EnvironmentsProps, now tim
 		}
 		p.Freezes = append(p.Freezes, ef)
 	}
+	// A recurring window is one row, said once, with its occurrence now or
+	// next (not seven identical rows for a nightly window).
+	for _, e := range h.pipelines.Environments().All() {
+		for _, w := range e.Freeze {
+			spans := (&environment.Env{Freeze: []environment.Window{w}}).Freezes(nil, now, now.Add(freezeHorizon))
+			if len(spans) == 0 {
+				continue
+			}
+			s := spans[0]
+			p.Freezes = append(p.Freezes, pages.EnvFreeze{Environment: e.Name, From: s.From, Until: s.Until, Reason: w.Reason, Source: "rule",
+				Active: !s.From.After(now) && s.Until.After(now), Recurring: words.Recurring(w.Weekly, w.From, w.Text)})
+		}
+	}
+	sort.SliceStable(p.Freezes, func(i, j int) bool { return p.Freezes[i].From.Before(p.Freezes[j].From) })
 	return nil
 }
 

@@ -218,3 +218,18 @@ func Outcome(state, errText string, skipped int) string {
 func Rejected(state, errText string) bool {
 	return state == "cancelled" && strings.Contains(errText, " rejected by ")
 }
+
+// Recurring says a recurring freeze window once instead of one row per
+// occurrence: "nightly 22:00–06:00 UTC, every day", "daytime 12:00–13:00,
+// every day", "Fri 16:00–Mon 08:00 Europe/Berlin, every week". text is
+// the window as written; fromMinute its start in minutes from midnight
+// (daily windows).
+func Recurring(weekly bool, fromMinute int, text string) string {
+	if weekly {
+		return text + ", every week"
+	}
+	if h := fromMinute / 60; h >= 18 || h < 6 {
+		return "nightly " + text + ", every day"
+	}
+	return "daytime " + text + ", every day"
+}

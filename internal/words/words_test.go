@@ -98,3 +98,21 @@ func TestOutcome(t *testing.T) {
 		}
 	}
 }
+
+func TestRecurring(t *testing.T) {
+	for _, c := range []struct {
+		weekly bool
+		from   int
+		text   string
+		want   string
+	}{
+		{false, 22 * 60, "22:00–06:00", "nightly 22:00–06:00, every day"},
+		{false, 2 * 60, "02:00–03:00 UTC", "nightly 02:00–03:00 UTC, every day"},
+		{false, 12 * 60, "12:00–13:00", "daytime 12:00–13:00, every day"},
+		{true, 5*24*60 + 16*60, "Fri 16:00–Mon 08:00 Europe/Berlin", "Fri 16:00–Mon 08:00 Europe/Berlin, every week"},
+	} {
+		if got := Recurring(c.weekly, c.from, c.text); got != c.want {
+			t.Errorf("Recurring(%v, %d, %q) = %q, want %q", c.weekly, c.from, c.text, got, c.want)
+		}
+	}
+}

@@ -75,6 +75,10 @@ type EnvFreeze struct {
 	Active      bool   // holds now
 	CanEnd      bool   // the viewer may end it now (an admin; API freezes only)
 	TeamID      string // an API freeze's team ("" for a recurring window, every team's)
+	// Recurring says a window of environments.yaml once ("nightly
+	// 22:00–06:00, every day"); From and Until are then its occurrence
+	// now or next. "" for a freeze made through the API.
+	Recurring string
 }
 
 // ChangeRow is one param of a diff between two deploys.
