@@ -289,22 +289,26 @@ func (l *lineLogger) line(s string) {
 	}
 	l.tokens--
 	if l.dropped > 0 {
-		l.emit(fmt.Sprintf("[%d lines not shown here; the full output is in the log artifact]", l.dropped))
+		l.emit(fmt.Sprintf("[%d lines not shown here; the full output is in the log artifact]", l.dropped), now)
 		l.dropped = 0
 	}
-	l.emit(s)
+	l.emit(s, now)
 }
 
-func (l *lineLogger) emit(s string) {
+// emit sends a line as a step.log event stamped at, when it was read (the
+// write that stores it may come up to a flush later).
+func (l *lineLogger) emit(s string, at time.Time) {
 	s = strings.TrimRight(redact(s, l.rn.secrets), "\r\n")
-	l.rn.j.Emit(l.rn.event(l.ps, task.EventStepLog, task.StatusLog, "", s, nil))
+	ev := l.rn.event(l.ps, task.EventStepLog, task.StatusLog, "", s, nil)
+	ev.Time = at
+	l.rn.j.Emit(ev)
 }
 
 func (l *lineLogger) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.dropped > 0 {
-		l.emit(fmt.Sprintf("[%d lines not shown here; the full output is in the log artifact]", l.dropped))
+		l.emit(fmt.Sprintf("[%d lines not shown here; the full output is in the log artifact]", l.dropped), time.Now())
 		l.dropped = 0
 	}
 }
