@@ -136,7 +136,7 @@ func ProtectDeploy(ctx context.Context, st *store.Store, in *store.TaskInsertPar
 	data, _ := json.Marshal(map[string]any{"approval_id": in.Reviewers.ID, "kind": "environment", "required": r.Count,
 		"roles": r.Roles, "expires_at": now.Add(r.Timeout).UTC()})
 	in.Events = append(in.Events, task.Event{Type: task.EventApprovalRequested, Status: task.StatusApproval,
-		Message: "Waiting for "+words.Count(int64(r.Count), "reviewer")+" of "+env, Data: data})
+		Message: "Waiting for " + words.Count(int64(r.Count), "reviewer") + " of " + env, Data: data})
 	return nil
 }
 

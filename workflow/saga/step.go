@@ -165,7 +165,7 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 		Timeout: timeout, Log: logger.line, Output: out, Previous: row.Output,
 	})
 	if runErr != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		runErr = fmt.Errorf("timed out after %s: %w", timeout, runErr)
+		runErr = fmt.Errorf("timed out after %s: %w", words.Duration(timeout), runErr)
 	}
 	logger.close()
 	var artErr error
