@@ -148,7 +148,7 @@ func schedule(in *store.TaskInsertParams, runAt *time.Time, now time.Time) error
 	in.State, in.RunAfter = task.StateScheduled, runAt
 	data, _ := json.Marshal(map[string]any{"state": task.StateScheduled, "run_at": runAt.UTC()})
 	in.Events = append(in.Events, task.Event{Type: task.EventTaskState, Status: task.StatusLog,
-		Message: "Scheduled to run " + words.Until(*runAt, now), Data: data})
+		Message: "Scheduled to run at " + words.Stamp(*runAt), Data: data}) // kept: no "tomorrow" that goes stale
 	return nil
 }
 
