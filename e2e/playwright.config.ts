@@ -53,6 +53,8 @@ export default defineConfig({
       FLIGHTDECK_OIDC_CLIENT_ID: 'flightdeck',
       FLIGHTDECK_OIDC_CLIENT_SECRET: 'e2e-client-secret',
       FLIGHTDECK_OIDC_AUTO_JOIN: 'demo:viewer',
+      // tests/notifications.spec.ts sends a webhook test message to a receiver of its own on 127.0.0.1.
+      FLIGHTDECK_WEBHOOK_ALLOW: '127.0.0.1',
     },
   }],
 });

@@ -102,19 +102,20 @@ func writeAuditCSV(c echo.Context, entries []store.AuditEntry) error {
 	w := csv.NewWriter(c.Response())
 	_ = w.Write([]string{"id", "at", "actor", "type", "task_id", "detail"})
 	for _, e := range entries {
-		task := ""
+		taskID := ""
 		if e.TaskID != nil {
-			task = *e.TaskID
+			taskID = *e.TaskID
 		}
-		_ = w.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339), csvSafe(e.Actor), e.Type, task, csvSafe(string(e.Detail))})
+		_ = w.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339), csvSafe(e.Actor), csvSafe(e.Type), taskID, csvSafe(string(e.Detail))})
 	}
 	w.Flush()
 	return w.Error()
 }
 
-// csvSafe keeps a spreadsheet from reading a cell as a formula (a tab or
-// carriage return first is read as one too).
+// csvSafe keeps a spreadsheet from reading a cell as a formula (a leading
+// =, +, -, @, TAB or CR) and shows bidirectional controls as escapes.
 func csvSafe(s string) string {
+	s = task.ShowBidi(s)
 	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
 		return "'" + s
 	}

@@ -46,7 +46,11 @@ func (h *Handler) apiEnvironmentPromote(c echo.Context) error {
 	if !created {
 		status = http.StatusOK
 	}
-	return c.JSON(status, toTaskJSON(t))
+	out, err := h.submittedJSON(c.Request().Context(), t)
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, out)
 }
 
 // promote submits a deploy of from's current deploy of the target to the
@@ -89,6 +93,12 @@ func (h *Handler) promote(ctx context.Context, u *auth.User, req promoteRequest,
 		v, ok := req.Target[name]
 		if !ok {
 			return nil, false, errInvalid("target."+name, "target needs %s", name)
+		}
+		// A value of the wrong type names no target: say so (422), not
+		// "nothing to promote".
+		v, msg := pl.CheckParam(name, v)
+		if msg != "" {
+			return nil, false, errInvalid("target."+name, "target.%s %s", name, msg)
 		}
 		target[name] = v
 	}

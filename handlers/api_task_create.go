@@ -73,7 +73,11 @@ func (h *Handler) apiTaskCreate(c echo.Context) error {
 	if !created {
 		status = http.StatusOK
 	}
-	return c.JSON(status, toTaskJSON(t))
+	out, err := h.submittedJSON(c.Request().Context(), t)
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, out)
 }
 
 // idempotencyKey reads the Idempotency-Key header of a submit or re-run.

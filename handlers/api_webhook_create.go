@@ -14,6 +14,8 @@ type webhookCreateRequest struct {
 	URL    string   `json:"url"`
 	Events []string `json:"events"`
 	Team   string   `json:"team"`
+	// Format: "standard" (default) or "slack" (contract §12).
+	Format string `json:"format"`
 }
 
 // webhookCreated is the one answer that shows the secret.
@@ -32,7 +34,7 @@ func (h *Handler) apiWebhookCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := h.createWebhook(c, team.TeamID, req.URL, req.Events)
+	w, err := h.createWebhook(c, team.TeamID, req.URL, req.Format, req.Events)
 	if err != nil {
 		return err
 	}
@@ -40,8 +42,15 @@ func (h *Handler) apiWebhookCreate(c echo.Context) error {
 }
 
 // createWebhook validates and stores a subscription with a new secret.
-func (h *Handler) createWebhook(c echo.Context, teamID, url string, events []string) (*store.Webhook, error) {
+func (h *Handler) createWebhook(c echo.Context, teamID, url, format string, events []string) (*store.Webhook, error) {
 	ctx := c.Request().Context()
+	switch format {
+	case "":
+		format = webhook.FormatStandard
+	case webhook.FormatStandard, webhook.FormatSlack:
+	default:
+		return nil, errInvalid("format", "format must be standard or slack, got %q", format)
+	}
 	if err := h.checkWebhookURL(ctx, "url", url); err != nil {
 		return nil, err
 	}
@@ -50,7 +59,7 @@ func (h *Handler) createWebhook(c echo.Context, teamID, url string, events []str
 		return nil, err
 	}
 	w, err := h.store.WebhookCreate(ctx, store.WebhookCreateParams{
-		TeamID: teamID, URL: url, Events: events, Secret: webhook.NewSecret(), CreatedByID: userOf(c).ID,
+		TeamID: teamID, URL: url, Events: events, Format: format, Secret: webhook.NewSecret(), CreatedByID: userOf(c).ID,
 	})
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"flightdeck/internal/words"
 	"flightdeck/views/pages"
+	"flightdeck/workflow/task"
 )
 
 // auditTypes are the audit log's types the page filters by (contract §9).
@@ -50,8 +51,8 @@ func (h *Handler) auditList(c echo.Context) error {
 		props.Next = q.Encode()
 	}
 	for _, e := range entries {
-		r := pages.AuditRow{ID: strconv.FormatInt(e.ID, 10), At: e.At, Actor: e.Actor, Type: e.Type, Detail: string(e.Detail),
-			Sentence: words.Audit(e.Actor, e.Type, e.Detail)}
+		r := pages.AuditRow{ID: strconv.FormatInt(e.ID, 10), At: e.At, Actor: task.ShowBidi(e.Actor), Type: e.Type, Detail: task.ShowBidi(string(e.Detail)),
+			Sentence: task.ShowBidi(words.Audit(e.Actor, e.Type, e.Detail))}
 		if e.TaskID != nil {
 			r.TaskID = *e.TaskID
 		}

@@ -55,11 +55,13 @@ type Handler struct {
 	// Failed password logins, per account and per client address.
 	loginAccount *ratelimit.Limiter
 	loginAddress *ratelimit.Limiter
-	// Unknown bearer tokens per client address (the API's rate): guessing
-	// is refused without a lookup once an address has spent it.
-	badTokens *ratelimit.Limiter
-	sockets   socketAuth
-	sso       *sso.Client
+	// Failed bearer tokens per client address and per token hash (the
+	// API's rate each): only failures spend them, so a valid token always
+	// gets through; a token that keeps failing is refused without a lookup.
+	badTokens      *ratelimit.Limiter
+	badTokenHashes *ratelimit.Limiter
+	sockets        socketAuth
+	sso            *sso.Client
 }
 
 func newHandler(d Deps) *Handler {
@@ -82,18 +84,19 @@ func newHandler(d Deps) *Handler {
 		hub.Follow(d.Store.Wakeups())
 	}
 	h := &Handler{
-		pipelines: pipelines,
-		hub:       hub,
-		cfg:       d.Config,
-		sso:       d.SSO,
-		store:     d.Store,
-		logger:    logger,
-		metrics:   newHTTPMetrics(reg),
-		runModels: newRunModels(),
-		reg:       reg,
-		apiRate:   ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
-		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
-		badTokens: ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
+		pipelines:      pipelines,
+		hub:            hub,
+		cfg:            d.Config,
+		sso:            d.SSO,
+		store:          d.Store,
+		logger:         logger,
+		metrics:        newHTTPMetrics(reg),
+		runModels:      newRunModels(),
+		reg:            reg,
+		apiRate:        ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
+		wsRate:         ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
+		badTokens:      ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
+		badTokenHashes: ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
 	}
 	h.sockets.h = h
 	window := cmp.Or(d.Config.LoginFailureWindow, config.LoginFailureWindowDefault)

@@ -50,9 +50,10 @@ func New(d Deps) *echo.Echo {
 	// to the browser by its state cookie instead of a CSRF token.
 	pages.GET("/login/oidc", h.loginOIDC)
 	pages.GET("/login/oidc/callback", h.loginOIDCCallback)
-	pages.POST("/logout", h.logout)
+	pages.POST("/logout", h.logout, h.rateLimit)
 
-	// Every form a signed-in user posts spends the API's per-user rate.
+	// Every form a signed-in user posts spends the API's per-user rate
+	// (routes_rate_test.go walks this table and fails on one that does not).
 	app := pages.Group("", h.requirePageUser)
 	app.GET("/tasks", h.taskList)
 	app.GET("/tasks/new", h.taskNew)
@@ -68,19 +69,24 @@ func New(d Deps) *echo.Echo {
 	app.GET("/dashboard", h.dashboardShow)
 	app.GET("/pipelines", h.pipelineList)
 	app.GET("/environments", h.environmentList)
-	app.POST("/environments/promote", h.environmentPromote)
-	app.POST("/freezes", h.freezeCreate)
-	app.POST("/freezes/:id/end", h.freezeEnd)
+	app.POST("/environments/promote", h.environmentPromote, h.rateLimit)
+	app.POST("/freezes", h.freezeCreate, h.rateLimit)
+	app.POST("/freezes/:id/end", h.freezeEnd, h.rateLimit)
 	app.GET("/audit", h.auditList)
+	app.GET("/account", h.accountShow)
+	app.POST("/account", h.accountSave, h.rateLimit)
 	app.GET("/webhooks", h.webhookList)
 	app.POST("/webhooks", h.webhookCreate, h.rateLimit)
 	app.GET("/webhooks/:id", h.webhookShow)
 	app.POST("/webhooks/:id/delete", h.webhookDelete, h.rateLimit)
+	app.POST("/webhooks/:id/test", h.webhookProbe, h.rateLimit)
 	app.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.webhookRedeliver, h.rateLimit)
 
 	// JSON API: bearer token or session cookie (+ CSRF header), per-user rate limit.
 	api := e.Group("/api/v1", middleware.BodyLimit("1M"), h.deadline, h.authenticate, h.requireAPIUser, h.csrf, h.rateLimit)
 	api.GET("/me", h.apiMe)
+	api.GET("/me/notifications", h.apiNotifyGet)
+	api.PUT("/me/notifications", h.apiNotifyPut)
 	api.POST("/tasks", h.apiTaskCreate)
 	api.GET("/tasks", h.apiTaskList)
 	api.GET("/tasks/:id", h.apiTaskGet)
@@ -108,6 +114,7 @@ func New(d Deps) *echo.Echo {
 	api.GET("/webhooks", h.apiWebhookList)
 	api.DELETE("/webhooks/:id", h.apiWebhookDelete)
 	api.GET("/webhooks/:id/deliveries", h.apiWebhookDeliveries)
+	api.POST("/webhooks/:id/test", h.apiWebhookProbe)
 	api.POST("/webhooks/:id/deliveries/:delivery_id/redeliver", h.apiWebhookRedeliver)
 
 	// Sockets: no body-wrapping middleware around the hijacked connection.

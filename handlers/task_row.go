@@ -33,6 +33,7 @@ func taskRow(cat *pipeline.Catalog, t *task.Task, now time.Time) pages.TaskRow {
 		ID: t.ID, Kind: string(t.Kind), Pipeline: t.Pipeline, State: string(t.State),
 		Priority: t.Priority.String(), CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
 		Ago: ago(now.Sub(t.CreatedAt)), StartedAt: t.StartedAt,
+		CancelRequested: t.CancelRequested && !t.State.Terminal(),
 	}
 	if t.Error != nil {
 		r.Error = *t.Error

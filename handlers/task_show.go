@@ -72,6 +72,7 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 	if t.Error != nil {
 		p.Task.Error = *t.Error
 	}
+	p.Task.CancelRequested = t.CancelRequested && !t.State.Terminal()
 	if t.RerunOf != nil {
 		p.Task.RerunOf = *t.RerunOf
 	}

@@ -12,6 +12,7 @@ import (
 	"flightdeck/store"
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/task"
+	"flightdeck/workflow/webhook"
 )
 
 // webhookForAdmin loads a webhook of one of u's teams (404 otherwise) whose
@@ -46,7 +47,7 @@ func checkWebhookEvents(events []string) ([]string, error) {
 	}
 	var out []string
 	for i, e := range events {
-		if !slices.Contains(event.PublicTypes, task.EventType(e)) {
+		if !slices.Contains(event.PublicTypes, task.EventType(e)) && !slices.Contains(webhook.ChatTypes, e) {
 			return nil, errInvalid(fmt.Sprintf("events.%d", i), "unknown event type %q", e)
 		}
 		if !slices.Contains(out, e) {

@@ -23,11 +23,11 @@ func (h *Handler) webhookCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := h.createWebhook(c, team.TeamID, url, events)
+	w, err := h.createWebhook(c, team.TeamID, url, form.Get("format"), events)
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && apiErr.Status == http.StatusUnprocessableEntity {
 		return h.renderWebhookList(c, http.StatusUnprocessableEntity, pages.WebhookListProps{
-			Error: apiErr.Message, URL: url, Selected: events,
+			Error: apiErr.Message, URL: url, Selected: events, Format: form.Get("format"),
 		})
 	}
 	if err != nil {

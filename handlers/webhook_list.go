@@ -9,6 +9,7 @@ import (
 	"flightdeck/views/pages"
 	"flightdeck/workflow/event"
 	"flightdeck/workflow/task"
+	"flightdeck/workflow/webhook"
 )
 
 func (h *Handler) webhookList(c echo.Context) error {
@@ -39,6 +40,20 @@ func (h *Handler) renderWebhookList(c echo.Context, status int, p pages.WebhookL
 	for _, t := range event.PublicTypes {
 		p.EventTypes = append(p.EventTypes, string(t))
 	}
+	p.EventTypes = append(p.EventTypes, webhook.ChatTypes...)
+	mails, err := h.store.MailDeliveryList(c.Request().Context(), teams, 50)
+	if err != nil {
+		return err
+	}
+	for _, m := range mails {
+		row := pages.MailDeliveryRow{ID: m.ID, TaskID: m.TaskID, Kind: m.Kind, Recipient: m.Recipient, Subject: m.Subject,
+			State: m.State, Attempts: m.Attempts, CreatedAt: m.CreatedAt, NextAttemptAt: m.NextAttemptAt}
+		if m.LastError != nil {
+			row.LastError = *m.LastError
+		}
+		p.Mails = append(p.Mails, row)
+	}
+	p.MailOn = h.cfg.Mail.Enabled()
 	if p.Selected == nil && p.Error == "" {
 		p.Selected = []string{"task.completed", "task.failed", "task.cancelled"}
 	}
@@ -47,7 +62,7 @@ func (h *Handler) renderWebhookList(c echo.Context, status int, p pages.WebhookL
 }
 
 func webhookRow(w *store.Webhook, team string) pages.WebhookRow {
-	r := pages.WebhookRow{ID: w.ID, URL: w.URL, Team: team, Events: w.Events, CreatedAt: w.CreatedAt}
+	r := pages.WebhookRow{ID: w.ID, URL: w.URL, Team: team, Events: w.Events, CreatedAt: w.CreatedAt, Format: w.Format}
 	if w.DisabledAt != nil {
 		r.Disabled = "disabled"
 		if w.DisabledReason != nil {

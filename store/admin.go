@@ -4,12 +4,21 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 var databaseName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// ValidDatabaseName reports whether name is a database name the admin
+// commands accept (lower-case letters, digits and underscores).
+func ValidDatabaseName(name string) bool { return databaseName.MatchString(name) }
 
 // RecreateDatabase drops (if present) and creates database name on the
 // server of serverURL, and returns the new database's URL. For dev and e2e
@@ -72,4 +81,22 @@ func execOn(ctx context.Context, dbURL string, stmts ...string) error {
 		}
 	}
 	return nil
+}
+
+// ServerPID is the process id of the database server's postmaster, read
+// from the postmaster.pid file of its data directory: a benchmark on the
+// same machine sums the CPU time of the server's processes. It needs the
+// rights to read the data directory's setting (a superuser, or
+// pg_read_all_settings) and the file.
+func ServerPID(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var dir string
+	if err := pool.QueryRow(ctx, `SELECT setting FROM pg_settings WHERE name = 'data_directory'`).Scan(&dir); err != nil {
+		return 0, fmt.Errorf("error reading the data directory: %w", interpretError(err))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	return strconv.Atoi(strings.TrimSpace(first))
 }

@@ -96,7 +96,8 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 				array_agg(s.error) AS step_error, array_agg(s.started_at) AS step_started_at,
 				array_agg(s.finished_at) AS step_finished_at, array_agg(s.compensation_attempt) AS step_comp_attempt,
 				array_agg(s.compensated_at) AS step_compensated_at
-			FROM (SELECT * FROM task_steps s WHERE s.task_id = t.id ORDER BY s.idx) s) st ON true
+			-- agent tasks keep no step rows: no look for them
+			FROM (SELECT * FROM task_steps s WHERE t.kind = 'deploy' AND s.task_id = t.id ORDER BY s.idx) s) st ON true
 		ORDER BY t.priority, t.created_at, t.id`, owner, limit, lease.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("error claiming tasks: %w", interpretError(err))

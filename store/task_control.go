@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,22 +53,6 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 		switch {
 		case st.Terminal():
 			return ErrTerminal
-		case (st == task.StatePending || st == task.StateScheduled || st == task.StatePaused || st == task.StateAwaitingApproval) && !ranSteps:
-			msg := "Cancelled by " + actor + " before it ran"
-			// the steps stored at submit will never run, nor will its
-			// environment's reviewers decide
-			if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
-				return interpretError(err)
-			}
-			// an environment's reviewers can no longer decide: the cancel ended it
-			if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'cancelled' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
-				return interpretError(err)
-			}
-			return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Error: &msg, Cancel: true, Resumed: st == task.StatePaused},
-				[]task.Event{
-					{Type: task.EventTaskState, Status: task.StatusLog, Message: msg, Data: data},
-					{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: msg, Data: data},
-				})
 		case st == task.StateRunning:
 			if err := appendStateEvents(ctx, tx, id, stateChange{Cancel: true, Error: ptr("cancelled by " + actor), KeepErr: true},
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCancelled, Message: "Cancel requested by " + actor, Data: data}}); err != nil {
@@ -77,27 +62,100 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 			return nil
 		case st == task.StateCompensating || st == task.StateNeedsAttention:
 			return ErrConflict // already undoing its steps
-		default: // parked or re-queued after running steps: undo them
-			// A pending approval can no longer be decided: the cancel ended it.
-			if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'cancelled' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
-				return interpretError(err)
-			}
-			if _, err := tx.Exec(ctx, `UPDATE agent_questions SET state = 'expired' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
-				return interpretError(err)
-			}
-			if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating, Cancel: true, Error: ptr("cancelled by " + actor), KeepErr: true,
-				Resumed: st == task.StatePaused},
-				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Cancelled by " + actor + "; undoing completed steps", Data: data}}); err != nil {
-				return err
-			}
-			noteTx(tx, readyNote)
-			return nil
 		}
+		return cancelWaitingTx(ctx, tx, id, st, ranSteps, "Cancelled by "+actor, data)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return s.TaskGet(ctx, teamIDs, id)
+}
+
+// cancelWaitingTx cancels a task that waits (pending, scheduled, paused,
+// awaiting a decision or an answer) in tx, which locked its row: one that
+// never ran a step ends cancelled at once; one that did goes to
+// compensating without a lease, so a worker claims it and undoes its
+// steps. msg says who cancelled it.
+func cancelWaitingTx(ctx context.Context, tx pgx.Tx, id string, st task.State, ranSteps bool, msg string, data []byte) error {
+	if !ranSteps && (st == task.StatePending || st == task.StateScheduled || st == task.StatePaused || st == task.StateAwaitingApproval) {
+		msg += " before it ran"
+		// the steps stored at submit will never run, nor will its
+		// environment's reviewers decide
+		if _, err := tx.Exec(ctx, `UPDATE task_steps SET state = 'skipped' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
+			return interpretError(err)
+		}
+		// an environment's reviewers can no longer decide: the cancel ended it
+		if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'cancelled' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
+			return interpretError(err)
+		}
+		return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Error: &msg, Cancel: true, Resumed: st == task.StatePaused},
+			[]task.Event{
+				{Type: task.EventTaskState, Status: task.StatusLog, Message: msg, Data: data},
+				{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: msg, Data: data},
+			})
+	}
+	// parked or re-queued after running steps: undo them. A pending
+	// approval or question can no longer be decided: the cancel ended it.
+	if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'cancelled' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
+		return interpretError(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE agent_questions SET state = 'expired' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
+		return interpretError(err)
+	}
+	if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating, Cancel: true, Error: ptr(strings.ToLower(msg[:1]) + msg[1:]), KeepErr: true,
+		Resumed: st == task.StatePaused},
+		[]task.Event{{Type: task.EventTaskState, Status: task.StatusCompensating, Message: msg + "; undoing completed steps", Data: data}}); err != nil {
+		return err
+	}
+	noteTx(tx, readyNote)
+	return nil
+}
+
+// TaskCancelStanding applies the cancels that a person asked for while a
+// worker held the task but that the worker did not act on before it
+// parked the task (the request reached it after its last write, or it
+// died between): each such waiting task is cancelled as a cancel of a
+// waiting task is (cancelWaitingTx). ids limits it to those tasks (the
+// pool, right after it parked them); nil sweeps up to limit of any. It
+// returns how many it cancelled.
+func (s *Store) TaskCancelStanding(ctx context.Context, ids []string, limit int) (int, error) {
+	n := 0
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT t.id, t.state, t.started_at IS NOT NULL AND (t.kind <> 'deploy' OR EXISTS (
+				SELECT 1 FROM task_steps s WHERE s.task_id = t.id AND s.state <> 'pending')) AS ran_steps
+			FROM tasks t
+			WHERE t.cancel_requested_at IS NOT NULL AND t.lease_token IS NULL
+				AND t.state IN ('pending', 'scheduled', 'paused', 'awaiting_approval', 'awaiting_input')
+				AND ($1::uuid[] IS NULL OR t.id = ANY($1))
+			ORDER BY t.id LIMIT $2
+			FOR UPDATE OF t SKIP LOCKED`, ids, limit)
+		if err != nil {
+			return interpretError(err)
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowToStructByName[standingRow])
+		if err != nil {
+			return interpretError(err)
+		}
+		data, _ := json.Marshal(map[string]string{"reason": "cancel requested while it ran"})
+		for _, f := range found {
+			if err := cancelWaitingTx(ctx, tx, f.ID, task.State(f.State), f.RanSteps, "Cancelled (requested while it ran)", data); err != nil {
+				return err
+			}
+		}
+		n = len(found)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("error applying standing cancels: %w", err)
+	}
+	return n, nil
+}
+
+type standingRow struct {
+	ID       string `db:"id"`
+	State    string `db:"state"`
+	RanSteps bool   `db:"ran_steps"`
 }
 
 // TaskSetPriority changes a non-terminal task's priority.

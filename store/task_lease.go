@@ -100,10 +100,10 @@ func (s *Store) TaskDeadlineSweep(ctx context.Context, limit int, decide func(St
 
 // sweep locks the tasks query finds and applies decide's writes to them
 // in the same transaction.
-func (s *Store) sweep(ctx context.Context, query string, limit int, decide func(Stale) TaskWrite) (int, error) {
+func (s *Store) sweep(ctx context.Context, query string, limit int, decide func(Stale) TaskWrite, args ...any) (int, error) {
 	n := 0
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, query, limit)
+		rows, err := tx.Query(ctx, query, append([]any{limit}, args...)...)
 		if err != nil {
 			return interpretError(err)
 		}

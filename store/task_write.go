@@ -66,10 +66,14 @@ type TaskWrite struct {
 	DecisionTimeout time.Duration
 }
 
-// Written is what a write left: the task's state and its last seq.
+// Written is what a write left: the task's state and its last seq, and
+// whether a person asked it to cancel or pause meanwhile. Every write of a
+// worker so learns of a request, whether or not its notification arrived.
 type Written struct {
-	State   task.State
-	LastSeq int
+	State           task.State
+	LastSeq         int
+	CancelRequested bool
+	PauseRequested  bool
 }
 
 // parks reports whether w writes more than the task row, events and steps.
@@ -207,6 +211,7 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				AND (i.write_id IS NULL OR t.last_write IS DISTINCT FROM i.write_id)
 			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed, i.finished,
 				t.team_id, t.kind, t.pipeline, t.created_at, t.started_at, t.finished_at, t.waited_ms, t.target_key,
+				t.cancel_requested_at IS NOT NULL AS cancel_requested, t.pause_requested_at IS NOT NULL AS pause_requested,
 				CASE WHEN i.finished THEN t.pipeline || ' ' || COALESCE(t.target_key, t.concurrency_key, (t.params - 'version')::text) END AS restore_target,
 				CASE WHEN i.finished THEN t.params::text END AS params
 		), written_events AS (
@@ -228,12 +233,12 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				finished_at = excluded.finished_at, compensated_at = excluded.compensated_at
 		)
 		SELECT id, state, last_seq, keyed, finished, team_id, kind, pipeline, created_at, started_at, finished_at, waited_ms,
-			target_key, restore_target, params FROM written
+			target_key, cancel_requested, pause_requested, restore_target, params FROM written
 		UNION ALL
 		-- applied by an earlier try of the same write (this statement's
 		-- snapshot predates its own updates): answered as written, once
 		SELECT t.id, t.state, t.last_seq, false, false, t.team_id, t.kind, t.pipeline, t.created_at, t.started_at, t.finished_at,
-			t.waited_ms, t.target_key, NULL, NULL
+			t.waited_ms, t.target_key, t.cancel_requested_at IS NOT NULL, t.pause_requested_at IS NOT NULL, NULL, NULL
 		FROM tasks t JOIN input i ON t.id = i.id AND t.last_write = i.write_id
 		WHERE $36::bool`,
 		in.ids, in.tokens, in.states, in.release, in.errs, in.keepErr, in.results, in.runAfter, in.bump, in.finished,
@@ -253,7 +258,7 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 	notes := notify.Notes{Events: make([]notify.TaskSeq, 0, n)}
 	for _, a := range applied {
 		state := task.State(a.State)
-		out[a.ID] = Written{State: state, LastSeq: a.LastSeq}
+		out[a.ID] = Written{State: state, LastSeq: a.LastSeq, CancelRequested: a.CancelRequested, PauseRequested: a.PauseRequested}
 		if a.Finished && a.FinishedAt != nil {
 			ended = append(ended, Ended{ID: a.ID, TeamID: a.TeamID, Kind: task.Kind(a.Kind), Pipeline: a.Pipeline, State: state,
 				CreatedAt: a.CreatedAt, StartedAt: a.StartedAt, FinishedAt: *a.FinishedAt, WaitedMS: a.WaitedMS,
@@ -271,21 +276,24 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 // Finished says this write ended it (then the rest feeds taskEnded); Keyed
 // that it held a concurrency key.
 type appliedRow struct {
-	ID            string     `db:"id"`
-	State         string     `db:"state"`
-	LastSeq       int        `db:"last_seq"`
-	Keyed         bool       `db:"keyed"`
-	Finished      bool       `db:"finished"`
-	TeamID        string     `db:"team_id"`
-	Kind          string     `db:"kind"`
-	Pipeline      string     `db:"pipeline"`
-	CreatedAt     time.Time  `db:"created_at"`
-	StartedAt     *time.Time `db:"started_at"`
-	FinishedAt    *time.Time `db:"finished_at"`
-	WaitedMS      int64      `db:"waited_ms"`
-	TargetKey     *string    `db:"target_key"`
-	RestoreTarget *string    `db:"restore_target"`
-	Params        *string    `db:"params"`
+	ID         string     `db:"id"`
+	State      string     `db:"state"`
+	LastSeq    int        `db:"last_seq"`
+	Keyed      bool       `db:"keyed"`
+	Finished   bool       `db:"finished"`
+	TeamID     string     `db:"team_id"`
+	Kind       string     `db:"kind"`
+	Pipeline   string     `db:"pipeline"`
+	CreatedAt  time.Time  `db:"created_at"`
+	StartedAt  *time.Time `db:"started_at"`
+	FinishedAt *time.Time `db:"finished_at"`
+	WaitedMS   int64      `db:"waited_ms"`
+	TargetKey  *string    `db:"target_key"`
+	// CancelRequested, PauseRequested: a person's request stands.
+	CancelRequested bool    `db:"cancel_requested"`
+	PauseRequested  bool    `db:"pause_requested"`
+	RestoreTarget   *string `db:"restore_target"`
+	Params          *string `db:"params"`
 }
 
 func deref(s *string) string {

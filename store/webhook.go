@@ -12,10 +12,13 @@ import (
 // Webhook is a team's subscription. Secret is only ever returned to the
 // dispatcher and, once, to its creator.
 type Webhook struct {
-	ID             string     `json:"id"`
-	TeamID         string     `json:"-"`
-	URL            string     `json:"url"`
-	Events         []string   `json:"events"`
+	ID     string   `json:"id"`
+	TeamID string   `json:"-"`
+	URL    string   `json:"url"`
+	Events []string `json:"events"`
+	// Format is the body: "standard" (Standard Webhooks JSON) or "slack"
+	// (an incoming-webhook message, contract §12).
+	Format         string     `json:"format"`
 	Secret         string     `json:"-"`
 	CreatedAt      time.Time  `json:"created_at"`
 	DisabledAt     *time.Time `json:"disabled_at"`
@@ -24,15 +27,15 @@ type Webhook struct {
 
 // WebhookCreateParams are the inputs of WebhookCreate.
 type WebhookCreateParams struct {
-	TeamID, URL, Secret, CreatedByID string
-	Events                           []string
+	TeamID, URL, Secret, CreatedByID, Format string
+	Events                                   []string
 }
 
-const webhookCols = `id::text, team_id::text, url, events, secret, created_at, disabled_at, disabled_reason`
+const webhookCols = `id::text, team_id::text, url, events, format, secret, created_at, disabled_at, disabled_reason`
 
 func scanWebhook(row pgx.Row) (*Webhook, error) {
 	var w Webhook
-	if err := row.Scan(&w.ID, &w.TeamID, &w.URL, &w.Events, &w.Secret, &w.CreatedAt, &w.DisabledAt, &w.DisabledReason); err != nil {
+	if err := row.Scan(&w.ID, &w.TeamID, &w.URL, &w.Events, &w.Format, &w.Secret, &w.CreatedAt, &w.DisabledAt, &w.DisabledReason); err != nil {
 		return nil, interpretError(err)
 	}
 	utc(&w.CreatedAt)
@@ -48,9 +51,13 @@ func (s *Store) WebhookCreate(ctx context.Context, p WebhookCreateParams) (*Webh
 	if p.CreatedByID != "" {
 		by = p.CreatedByID
 	}
+	format := p.Format
+	if format == "" {
+		format = "standard"
+	}
 	return scanWebhook(s.pool.QueryRow(ctx, `
-		INSERT INTO webhooks (team_id, url, events, secret, created_by) VALUES ($1, $2, $3, $4, $5)
-		RETURNING `+webhookCols, p.TeamID, p.URL, p.Events, p.Secret, by))
+		INSERT INTO webhooks (team_id, url, events, secret, created_by, format) VALUES ($1, $2, $3, $4, $5, $6)
+		RETURNING `+webhookCols, p.TeamID, p.URL, p.Events, p.Secret, by, format))
 }
 
 // WebhookList returns the subscriptions of teamIDs, newest first.

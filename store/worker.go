@@ -5,11 +5,13 @@ import (
 	"time"
 )
 
-// WorkerRegister records a worker process (dashboard, lease owner names).
-func (s *Store) WorkerRegister(ctx context.Context, id, host string, pid, slots int) error {
+// WorkerRegister records a worker process (dashboard, lease owner names)
+// and the key of the liveness lock it holds (WorkerHold; nil: none, only
+// its leases' expiry tells its death).
+func (s *Store) WorkerRegister(ctx context.Context, id, host string, pid, slots int, lockKey *int32) error {
 	_, err := s.pool.Exec(ctx, `
-		INSERT INTO workers (id, host, pid, slots) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), slots = EXCLUDED.slots`, id, host, pid, slots)
+		INSERT INTO workers (id, host, pid, slots, lock_key) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), slots = EXCLUDED.slots, lock_key = EXCLUDED.lock_key`, id, host, pid, slots, lockKey)
 	return interpretError(err)
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,7 +56,18 @@ type benchResult struct {
 	// pgbench transaction (the mean of both runs), and the second over the
 	// first: how many tasks the queue works in the CPU time pgbench spends
 	// on one transaction.
-	CPUPerTask      float64 `json:"cpu_us_per_task,omitempty"`
+	CPUPerTask float64 `json:"cpu_us_per_task,omitempty"`
+	// ProcCPUPerTask is the CPU µs per task of the burn-down counted by
+	// process (procCPU: this process, plus the database server's processes
+	// when they are readable here, as ProcCPUWhat says): unlike
+	// cpu_us_per_task, other work on the machine does not move it.
+	ProcCPUPerTask float64 `json:"proc_cpu_us_per_task,omitempty"`
+	ProcCPUWhat    string  `json:"proc_cpu_what,omitempty"`
+	// FinalWindow*: from a handler's return (its slot freed) to its
+	// outcome's commit in the burn-down, the window in which a crash
+	// re-runs the task's last step (under its key).
+	FinalWindowP50  float64 `json:"final_write_window_p50_ms"`
+	FinalWindowP99  float64 `json:"final_write_window_p99_ms"`
 	PgbenchCPUPerTx float64 `json:"pgbench_cpu_us_per_tx,omitempty"`
 	VsPgbenchCPU    float64 `json:"vs_pgbench_cpu,omitempty"`
 }
@@ -237,7 +249,12 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	allDone := make(chan struct{})
 	var closeOnce sync.Once
 	target := int64(*tasks)
-	onFinish := func(*task.Task, task.State) {
+	var windowMu sync.Mutex
+	windows := make([]time.Duration, 0, *tasks)
+	onFinish := func(_ *task.Task, _ task.State, window time.Duration) {
+		windowMu.Lock()
+		windows = append(windows, window)
+		windowMu.Unlock()
 		if done.Add(1) == target {
 			closeOnce.Do(func() { close(allDone) })
 		}
@@ -247,12 +264,22 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	poolCtx, stopPool := context.WithCancel(ctx)
 	var poolWG sync.WaitGroup
 	defer func() { stopPool(); poolWG.Wait() }()
-	start, cpu := time.Now(), startCPU()
+	// The server's processes count when they are on this machine and
+	// readable (the side-by-side cluster); otherwise this process alone.
+	serverPID, _ := store.ServerPID(ctx, pool)
+	start, cpu, proc := time.Now(), startCPU(), startProcCPU(serverPID)
 	poolWG.Go(func() { _ = p.Run(poolCtx) })
 	if err := benchWait(ctx, env, allDone, &done, *tasks); err != nil {
 		return err
 	}
 	elapsed, cpuPerTask := time.Since(start).Seconds(), cpu.perOp(int64(*tasks))
+	windowMu.Lock()
+	windowP50, windowP99 := percentileMS(windows, 0.50), percentileMS(windows, 0.99)
+	windowMu.Unlock()
+	procPerTask, procWhat := round(proc.perOp(int64(*tasks)), 1), "flightdeck alone"
+	if serverPID > 0 {
+		procWhat = "flightdeck and its database server"
+	}
 	var events int64
 	if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(last_seq - first_seq + 1), 0) FROM task_event_batches`).Scan(&events); err != nil {
 		return err
@@ -285,6 +312,8 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	res.Tasks, res.Workers, res.Steps, res.Pipeline, res.Seconds = *tasks, *workers, *steps, pipelineName, round(elapsed, 3)
+	res.ProcCPUPerTask, res.ProcCPUWhat = procPerTask, procWhat
+	res.FinalWindowP50, res.FinalWindowP99 = windowP50, windowP99
 	res.TasksPerSecond = round(float64(*tasks)/elapsed, 1)
 	res.ClaimBatch = p.ClaimBatch()
 	res.InsertSeconds = round(insertSeconds, 3)
@@ -434,4 +463,14 @@ func round(f float64, digits int) float64 {
 		p *= 10
 	}
 	return float64(int64(f*p+0.5)) / p
+}
+
+// percentileMS is the q-quantile of ds in milliseconds (0 for none).
+func percentileMS(ds []time.Duration, q float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return round(float64(s[int(q*float64(len(s)-1))])/float64(time.Millisecond), 3)
 }

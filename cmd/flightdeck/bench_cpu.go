@@ -66,3 +66,101 @@ func (m cpuMeter) perOp(ops int64) float64 {
 	}
 	return float64(end-m.start) / float64(time.Microsecond) / float64(ops)
 }
+
+// procCPU is the CPU time (user and system) that process pid and, with
+// children, its direct children have used, from /proc: the flightdeck
+// process itself, or the database server's postmaster and its backends.
+// Unlike cpuBusy it is not moved by other work on the machine, so a
+// benchmark run beside other jobs still measures its own cost.
+func procCPU(pid int, children bool) (time.Duration, bool) {
+	own, ok := procStatCPU(strconv.Itoa(pid))
+	if !ok || !children {
+		return own, ok
+	}
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return own, true
+	}
+	want := strconv.Itoa(pid)
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		if ppid, ok := procStatField(d.Name(), 1); ok && ppid == want {
+			if c, ok := procStatCPU(d.Name()); ok {
+				own += c
+			}
+		}
+	}
+	return own, true
+}
+
+// procStatCPU is utime + stime of /proc/<pid>/stat.
+func procStatCPU(pid string) (time.Duration, bool) {
+	u, ok1 := procStatField(pid, 11)
+	s, ok2 := procStatField(pid, 12)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseInt(u, 10, 64)
+	st, err2 := strconv.ParseInt(s, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(ut+st) * (time.Second / 100), true
+}
+
+// procStatField is field i (0-based) after the command's closing
+// parenthesis of /proc/<pid>/stat: 0 state, 1 ppid, 11 utime, 12 stime.
+func procStatField(pid string, i int) (string, bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return "", false
+	}
+	s := string(b)
+	end := strings.LastIndexByte(s, ')')
+	if end < 0 {
+		return "", false
+	}
+	f := strings.Fields(s[end+1:])
+	if i >= len(f) {
+		return "", false
+	}
+	return f[i], true
+}
+
+// procMeter measures the CPU time of this process plus the database
+// server's processes (serverPID 0: this process only).
+type procMeter struct {
+	serverPID int
+	start     time.Duration
+	ok        bool
+}
+
+func startProcCPU(serverPID int) procMeter {
+	m := procMeter{serverPID: serverPID}
+	m.start, m.ok = m.read()
+	return m
+}
+
+func (m procMeter) read() (time.Duration, bool) {
+	own, ok := procCPU(os.Getpid(), false)
+	if !ok {
+		return 0, false
+	}
+	if m.serverPID > 0 {
+		if db, ok := procCPU(m.serverPID, true); ok {
+			own += db
+		}
+	}
+	return own, true
+}
+
+// perOp is the CPU time in µs per op since the meter started.
+func (m procMeter) perOp(ops int64) float64 {
+	end, ok := m.read()
+	if !m.ok || !ok || ops <= 0 {
+		return 0
+	}
+	return float64(end-m.start) / float64(time.Microsecond) / float64(ops)
+}

@@ -19,13 +19,22 @@ import (
 	"flightdeck/internal/metrics"
 	"flightdeck/internal/sso"
 	"flightdeck/store"
+	"flightdeck/workflow/mail"
+	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/retention"
 	"flightdeck/workflow/webhook"
 )
 
-func webhookConfig(cfg config.Config, guard *webhook.Guard, env *cliEnv) webhook.Config {
+func mailConfig(cfg config.Config, catalog *pipeline.Catalog, env *cliEnv) mail.Config {
+	m := cfg.Mail
+	return mail.Config{Server: mail.Server{Host: m.Host, Port: m.Port, Username: m.Username, Password: m.Password, TLS: m.TLS, From: m.From},
+		Timeout: m.Timeout, Poll: cfg.PollInterval, BaseURL: cfg.PublicURL(), Pipelines: catalog, Logger: env.logger}
+}
+
+func webhookConfig(cfg config.Config, guard *webhook.Guard, catalog *pipeline.Catalog, env *cliEnv) webhook.Config {
 	return webhook.Config{Guard: guard, Timeout: cfg.WebhookTimeout, Poll: cfg.PollInterval, Logger: env.logger,
+		Pipelines: catalog, BaseURL: cfg.PublicURL(),
 		Schedule: webhook.Schedule{Steps: cfg.WebhookSchedule, Every: cfg.WebhookEvery, MaxAge: cfg.WebhookMaxAge}}
 }
 
@@ -131,7 +140,10 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	go retention.New(st, retention.Config{Interval: cfg.CleanupInterval, WebhookDeliveries: cfg.WebhookDeliveryRetention,
 		LocalEffects: cfg.LocalEffectRetention, Logger: env.logger}).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
 	if cfg.Role != "web" { // webhooks: outbox dispatcher + delivery sender
-		go webhook.New(st, hub, webhookConfig(cfg, guard, env)).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
+		go webhook.New(st, hub, webhookConfig(cfg, guard, catalog, env)).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
+		if cfg.Mail.Enabled() {                                                     // email: outbox dispatcher + SMTP sender (contract §12)
+			go mail.New(st, hub, mailConfig(cfg, catalog, env)).Run(bgCtx) //nolint:errcheck // returns when bgCtx ends
+		}
 	}
 
 	web, err := requestStore(ctx, cfg, st)

@@ -163,6 +163,8 @@ type Config struct {
 	Agent AgentConfig
 	// OIDC is single sign-on (FLIGHTDECK_OIDC_*; see OIDCConfig).
 	OIDC OIDCConfig
+	// Mail is email over SMTP (FLIGHTDECK_SMTP_*; see MailConfig).
+	Mail MailConfig
 }
 
 // Load reads the configuration from getenv and validates it.
@@ -277,6 +279,12 @@ func Load(getenv func(string) string) (Config, error) {
 	oidc, oidcErrs := loadOIDC(getenv)
 	c.OIDC = oidc
 	errs = append(errs, oidcErrs...)
+	mail, mailErrs := loadMail(getenv)
+	c.Mail = mail
+	errs = append(errs, mailErrs...)
+	if mail.Password != "" {
+		c.secretValues = append(c.secretValues, mail.Password)
+	}
 	for _, name := range c.SecretEnv {
 		if v := getenv(name); v != "" {
 			c.secretValues = append(c.secretValues, v)

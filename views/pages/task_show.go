@@ -15,8 +15,11 @@ type TaskView struct {
 	Resolution                                                            string // an admin's resolution of a stuck task, a note rather than an error
 	CreatedAt                                                             time.Time
 	StartedAt, FinishedAt                                                 *time.Time
-	Progress                                                              task.Progress
-	Skipped                                                               int // a completed task's skipped steps
+	// CancelRequested: a cancel was accepted and the task is on its way to
+	// cancelled (its badge says "cancelling").
+	CancelRequested bool
+	Progress        task.Progress
+	Skipped         int // a completed task's skipped steps
 	// Deploy says what the run deploys where; nil for agent tasks.
 	Deploy *DeployView
 }

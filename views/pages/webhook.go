@@ -4,9 +4,9 @@ import "time"
 
 // WebhookRow is one team subscription.
 type WebhookRow struct {
-	ID, URL, Team, Disabled string
-	Events                  []string
-	CreatedAt               time.Time
+	ID, URL, Team, Disabled, Format string
+	Events                          []string
+	CreatedAt                       time.Time
 }
 
 // WebhookListProps are the inputs of WebhookList.
@@ -20,6 +20,22 @@ type WebhookListProps struct {
 	// After a refused create: the message and the form's values.
 	Error, URL string
 	Selected   []string
+	Format     string // the form's format choice
+	// Notice is a test message's outcome.
+	Notice   string
+	NoticeOK bool
+	// Mails are the latest emails of the viewer's admin teams; MailOn
+	// says whether email is configured at all.
+	Mails  []MailDeliveryRow
+	MailOn bool
+}
+
+// MailDeliveryRow is one email of the log admins see.
+type MailDeliveryRow struct {
+	ID, TaskID, Kind, Recipient, Subject, State, LastError string
+	Attempts                                               int
+	CreatedAt                                              time.Time
+	NextAttemptAt                                          *time.Time
 }
 
 // WebhookDeliveryRow is one line of a delivery log.
@@ -36,4 +52,26 @@ type WebhookShowProps struct {
 	Deliveries []WebhookDeliveryRow
 	CSRFToken  string
 	Notice     string
+}
+
+// formatName says a subscription's format in words.
+func formatName(f string) string {
+	if f == "slack" {
+		return "chat (slack)"
+	}
+	return "standard"
+}
+
+// mailState says where an email stands: sent, retrying (and when), given up.
+func mailState(m MailDeliveryRow) string {
+	switch m.State {
+	case "sent":
+		return "sent"
+	case "failed":
+		return "given up"
+	}
+	if m.NextAttemptAt != nil && m.Attempts > 0 {
+		return "retrying at " + m.NextAttemptAt.UTC().Format("15:04:05 UTC")
+	}
+	return "queued"
 }

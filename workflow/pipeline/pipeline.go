@@ -299,6 +299,17 @@ func (p *Pipeline) SplitSecrets(params map[string]any) (public, secret map[strin
 	return public, secret
 }
 
+// CheckParam validates one value of the parameter name (a promotion's
+// target value) and returns it normalised, or a message.
+func (p *Pipeline) CheckParam(name string, v any) (any, string) {
+	for i := range p.Params {
+		if p.Params[i].Name == name {
+			return p.Params[i].check(v)
+		}
+	}
+	return nil, fmt.Sprintf("is not a parameter of pipeline %s", p.Name)
+}
+
 // maxStringParam bounds a string parameter's length.
 const maxStringParam = 4096
 

@@ -101,6 +101,7 @@ type Job struct {
 	drainOnce sync.Once
 	draining  chan struct{}
 	pause     atomic.Bool // a person asked the task to pause
+	returned  time.Time   // when the handler returned (its slot freed)
 }
 
 func (p *Pool) newJob(bg context.Context, c store.Claimed) *Job {
@@ -123,6 +124,9 @@ func (p *Pool) newJob(bg context.Context, c store.Claimed) *Job {
 // moments to the producer.
 func (p *Pool) runJob(j *Job) {
 	out, panicked := p.runHandler(j.ctx, j)
+	// The slot is free from here: the outcome is the task's final write,
+	// and the producer may claim another task while it is stored.
+	j.returned = time.Now()
 	p.jobEvents <- jobEvent{j: j, kind: handlerReturned}
 	wrote := p.complete(j, out, panicked)
 	tracing.EndRun(j.span, string(wrote), out.Error)
@@ -203,24 +207,31 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) (wrote task.State) {
 		w.Question = out.Question
 	}
 	w.Events = append(w.Events, finalEvent(state, out))
-	written, err := p.write(w)
+	got, written, err := p.writeFinal(w)
 	switch {
 	case err != nil:
 		p.taskLogger(t).Error("Could not record the task's outcome; the rescuer will re-queue it", "error", err)
 	case !written:
 		p.taskLogger(t).Warn("Lease lost before the outcome was written; another worker owns the task")
 	default:
-		p.published(t, state)
+		p.published(t, state, time.Since(j.returned))
 		wrote = state
+		if got.CancelRequested && parked(state) && state != task.StateNeedsAttention {
+			// A person cancelled while the handler parked the task: the
+			// cancel wins (the rescuer's sweep is the backup if this fails).
+			if _, err := p.store.TaskCancelStanding(context.WithoutCancel(j.ctx), []string{t.ID}, 1); err != nil {
+				p.taskLogger(t).Warn("Could not apply a cancel that came while the task parked; the sweep will", "error", err)
+			}
+		}
 	}
 	return wrote
 }
 
 // published tells the benchmark that t changed (streams hear of it from
 // the store's wake-ups: notify.Hub.Follow).
-func (p *Pool) published(t *task.Task, state task.State) {
+func (p *Pool) published(t *task.Task, state task.State, window time.Duration) {
 	if state != "" && p.cfg.OnFinish != nil {
-		p.cfg.OnFinish(t, state)
+		p.cfg.OnFinish(t, state, window)
 	}
 }
 
@@ -416,7 +427,7 @@ func (j *Job) Flush(ctx context.Context) error {
 	if len(w.Events) == 0 && len(w.Steps) == 0 && w.State == "" && w.Agent == nil {
 		return nil
 	}
-	written, err := j.pool.write(w)
+	got, written, err := j.pool.write(w)
 	switch {
 	case err != nil:
 		j.giveBack(w)
@@ -430,7 +441,21 @@ func (j *Job) Flush(ctx context.Context) error {
 	if w.State != "" {
 		j.Task.State = w.State
 	}
+	j.learn(got)
 	return nil
+}
+
+// learn hands on a person's request that a write found standing: a
+// cancel's or a pause's notification may have gone to a process that did
+// not hold the task yet, but the next write of the task always sees it,
+// so a cancel racing a claim, a retry or a resume is never lost.
+func (j *Job) learn(got store.Written) {
+	switch {
+	case got.CancelRequested && got.State == task.StateRunning:
+		j.interrupt(ErrCancelRequested)
+	case got.PauseRequested && got.State == task.StateRunning:
+		j.interrupt(ErrPauseRequested)
+	}
 }
 
 // take empties the buffer into a write of the task under its lease.

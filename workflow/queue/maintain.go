@@ -33,11 +33,53 @@ func (p *Pool) rescuer(ctx context.Context) {
 		if n > 0 {
 			p.logger.Info("Re-queued tasks whose worker was lost", "tasks", n)
 		}
+		if _, err := p.store.TaskCancelStanding(ctx, nil, sweepLimit); err != nil {
+			p.logger.Warn("Applying standing cancels failed", "error", err)
+		}
 		if _, err := p.store.TaskDeadlineSweep(ctx, sweepLimit, DeadlinePassed); err != nil {
 			p.logger.Warn("Deadline sweep failed", "error", err)
 		}
 		if err := p.store.TaskMaintain(ctx, p.cfg.IdempotencyTTL); err != nil {
 			p.logger.Warn("Maintenance failed", "error", err)
+		}
+	}
+}
+
+// liveness re-queues, every LivenessInterval, the tasks of workers whose
+// process died, told by their liveness lock being free (store.TaskRescueDead):
+// seconds instead of a lease. It also keeps this worker's own lock: a
+// database restart ends its session, and a new one is taken and recorded.
+// It returns the hold it ends with, for Run to release.
+func (p *Pool) liveness(ctx context.Context, hold *store.Liveness) *store.Liveness {
+	tick := time.NewTicker(p.cfg.LivenessInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return hold
+		case <-tick.C:
+		}
+		n, err := p.store.TaskRescueDead(ctx, p.cfg.ID, p.cfg.Lease, sweepLimit, Rescue)
+		if err != nil {
+			p.logger.Warn("Looking for dead workers failed", "error", err)
+			continue
+		}
+		if n > 0 {
+			p.logger.Info("Re-queued tasks of a worker that died", "tasks", n)
+		}
+		if hold != nil && hold.Alive(ctx) {
+			continue
+		}
+		if hold != nil {
+			_ = hold.Close(ctx)
+			hold = nil
+		}
+		if h, err := p.store.WorkerHold(ctx); err == nil {
+			if err := p.store.WorkerSetLock(ctx, p.cfg.ID, h.Key()); err != nil {
+				_ = h.Close(ctx)
+				continue
+			}
+			hold = h
 		}
 	}
 }

@@ -39,15 +39,27 @@ type Config struct {
 	// is claimed again at most a lease and a quarter after its last renewal
 	// (12.5 s by default, within quality.md's 15 s), not a lease and a half.
 	RescueInterval time.Duration
+	// LivenessInterval is how often the pool looks for workers whose
+	// process died (their liveness lock is free: store.TaskRescueDead)
+	// and re-queues their tasks at once, default 500ms; a hung or cut-off
+	// worker is still bounded by its lease.
+	LivenessInterval time.Duration
 	// Grace is how long running steps may finish once the pool stops
 	// (default 30s); then they are interrupted and their tasks handed back.
 	Grace          time.Duration
 	ClaimBatch     int           // most tasks one claim takes, default min(Workers, 200)
 	IdempotencyTTL time.Duration // default 24h
 	Logger         *slog.Logger
+	// FinalGather is how long the writer may hold a batch of final writes
+	// (outcomes: their handlers have returned and their slots are free) to
+	// gather more into the statement, default 2ms; a batch that carries
+	// any other write, or finalBatch outcomes, goes at once. Negative: never.
+	FinalGather time.Duration
 	// OnFinish, if set, is called after a task's outcome was written
-	// (benchmarks, metrics). It must not block.
-	OnFinish func(t *task.Task, state task.State)
+	// (benchmarks, metrics), with how long it took from the handler's
+	// return to the outcome's commit: the window in which a crash re-runs
+	// the task's last step. It must not block.
+	OnFinish func(t *task.Task, state task.State, window time.Duration)
 }
 
 // Pool runs tasks.
@@ -76,6 +88,8 @@ func New(st *store.Store, handlers map[task.Kind]Handler, cfg Config) *Pool {
 	cfg.Lease = cmp.Or(cfg.Lease, 10*time.Second)
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, 500*time.Millisecond)
 	cfg.RescueInterval = cmp.Or(cfg.RescueInterval, cfg.Lease/4)
+	cfg.LivenessInterval = cmp.Or(cfg.LivenessInterval, 500*time.Millisecond)
+	cfg.FinalGather = cmp.Or(cfg.FinalGather, 2*time.Millisecond)
 	cfg.Grace = cmp.Or(cfg.Grace, 30*time.Second)
 	cfg.ClaimBatch = cmp.Or(cfg.ClaimBatch, min(cfg.Workers, 200))
 	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, 24*time.Hour)
@@ -149,7 +163,17 @@ func (p *Pool) Run(ctx context.Context) error {
 	// Writes during shutdown must outlive ctx.
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
-	if err := p.store.WorkerRegister(bg, p.cfg.ID, hostname(), os.Getpid(), p.cfg.Workers); err != nil {
+	// The liveness lock first, then the registration that names it: no
+	// rescuer may see a key nobody holds yet.
+	hold, err := p.store.WorkerHold(bg)
+	var key *int32
+	if err != nil {
+		p.logger.Warn("Could not take the liveness lock; only the lease will tell this worker's death", "error", err)
+	} else {
+		k := hold.Key()
+		key = &k
+	}
+	if err := p.store.WorkerRegister(bg, p.cfg.ID, hostname(), os.Getpid(), p.cfg.Workers, key); err != nil {
 		p.logger.Warn("Could not register worker", "error", err)
 	}
 	var writer sync.WaitGroup
@@ -157,6 +181,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	var maint sync.WaitGroup
 	maintCtx, stopMaint := context.WithCancel(bg)
 	maint.Go(func() { p.rescuer(maintCtx) })
+	maint.Go(func() { hold = p.liveness(maintCtx, hold) })
 
 	// Runners are started once, as many as tasks may be held: a job's
 	// goroutine and its grown stack serve task after task, not one each.
@@ -189,6 +214,9 @@ func (p *Pool) Run(ctx context.Context) error {
 	maint.Wait()
 	if err := p.store.WorkerDelete(bg, p.cfg.ID); err != nil {
 		p.logger.Warn("Could not deregister worker", "error", err)
+	}
+	if hold != nil {
+		_ = hold.Close(bg)
 	}
 	p.logger.Info("Worker pool stopped")
 	return nil

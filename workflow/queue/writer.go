@@ -23,45 +23,109 @@ import (
 // maxWriteBatch bounds one statement's size.
 const maxWriteBatch = 256
 
+// finalBatch is how many outcomes make a batch worth sending without
+// waiting FinalGather for more.
+const finalBatch = 64
+
 type writeReq struct {
-	w    store.TaskWrite
-	done chan writeRes
+	w     store.TaskWrite
+	final bool // an outcome: nothing of its task waits for it
+	done  chan writeRes
 }
 
 type writeRes struct {
 	written bool
+	got     store.Written
 	err     error
 }
 
 // write queues w and waits until it is stored: written is false when the
-// lease was lost (another worker owns the task, or it ended).
-func (p *Pool) write(w store.TaskWrite) (bool, error) {
+// lease was lost (another worker owns the task, or it ended); got is what
+// the write left (a person's cancel or pause request included).
+func (p *Pool) write(w store.TaskWrite) (got store.Written, written bool, err error) {
+	return p.queueWrite(w, false)
+}
+
+// writeFinal is write for a task's outcome, its final write: the writer
+// may hold it briefly to gather others into one statement (River's
+// asynchronous completer), since no step of its task waits for it and its
+// slot is already free. The lease still fences it.
+func (p *Pool) writeFinal(w store.TaskWrite) (got store.Written, written bool, err error) {
+	return p.queueWrite(w, true)
+}
+
+func (p *Pool) queueWrite(w store.TaskWrite, final bool) (store.Written, bool, error) {
 	// Every try of this write carries one id, so a retry after a lost
 	// commit reply is not applied twice.
 	w.WriteID = store.NewTaskID()
-	req := writeReq{w: w, done: make(chan writeRes, 1)}
+	req := writeReq{w: w, final: final, done: make(chan writeRes, 1)}
 	p.writes <- req
 	res := <-req.done
-	return res.written, res.err
+	return res.got, res.written, res.err
 }
 
 func (p *Pool) writer(ctx context.Context) {
 	for req := range p.writes {
 		batch := []writeReq{req}
-	more:
-		for len(batch) < maxWriteBatch {
+		open := p.gather(&batch, nil)
+		// A batch of outcomes only, and few: wait a moment for more, unless
+		// a write that something waits for arrives (a step's end before the
+		// next step) or the pool stops.
+		if open && p.cfg.FinalGather > 0 && len(batch) < finalBatch && allFinal(batch) {
+			timer := time.NewTimer(p.cfg.FinalGather)
+			open = p.gather(&batch, timer.C)
+			timer.Stop()
+		}
+		p.writeBatch(ctx, batch)
+		if !open {
+			for r := range p.writes { // closed: what is left, then stop
+				p.writeBatch(ctx, []writeReq{r})
+			}
+			return
+		}
+	}
+}
+
+// gather adds queued writes to batch: those already waiting when wait is
+// nil; with wait, until it fires, a non-final write arrives, or the batch
+// is full. It reports false once the queue is closed.
+func (p *Pool) gather(batch *[]writeReq, wait <-chan time.Time) bool {
+	for len(*batch) < maxWriteBatch {
+		if wait == nil {
 			select {
 			case r, ok := <-p.writes:
 				if !ok {
-					break more
+					return false
 				}
-				batch = append(batch, r)
+				*batch = append(*batch, r)
+				continue
 			default:
-				break more
+				return true
 			}
 		}
-		p.writeBatch(ctx, batch)
+		select {
+		case r, ok := <-p.writes:
+			if !ok {
+				return false
+			}
+			*batch = append(*batch, r)
+			if !r.final || len(*batch) >= finalBatch {
+				return true
+			}
+		case <-wait:
+			return true
+		}
 	}
+	return true
+}
+
+func allFinal(batch []writeReq) bool {
+	for _, r := range batch {
+		if !r.final {
+			return false
+		}
+	}
+	return true
 }
 
 // writeBatch stores a batch and answers each request. Database faults are
@@ -82,8 +146,8 @@ func (p *Pool) writeBatch(ctx context.Context, batch []writeReq) {
 		return
 	}
 	for _, r := range batch {
-		_, ok := written[r.w.ID]
-		r.done <- writeRes{written: ok, err: err}
+		got, ok := written[r.w.ID]
+		r.done <- writeRes{written: ok, got: got, err: err}
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package retention deletes what flightdeck keeps only for a while: webhook
-// deliveries that ended (the delivery log), the local provider's effect
+// deliveries and emails that ended (the delivery logs), the local provider's effect
 // records once the task they belong to can no longer run, and the
 // dashboard's per-minute counts older than a day. Every serve
 // process runs one Cleaner. Each pass deletes in small batches (one short
@@ -83,6 +83,7 @@ func (c *Cleaner) Run(ctx context.Context) error {
 // Result counts the rows one pass deleted.
 type Result struct {
 	WebhookDeliveries int
+	MailDeliveries    int // emails that ended, kept as long as webhook deliveries
 	LocalEffects      int
 	TaskMinutes       int
 }
@@ -93,6 +94,12 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
 	var err error
 	r.WebhookDeliveries, err = c.prune(ctx, func(ctx context.Context) (int, error) {
 		return c.store.WebhookDeliveryPrune(ctx, c.cfg.WebhookDeliveries, c.cfg.Batch)
+	})
+	if err != nil {
+		return r, err
+	}
+	r.MailDeliveries, err = c.prune(ctx, func(ctx context.Context) (int, error) {
+		return c.store.MailDeliveryPrune(ctx, c.cfg.WebhookDeliveries, c.cfg.Batch)
 	})
 	if err != nil {
 		return r, err
@@ -109,8 +116,8 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	if r.WebhookDeliveries > 0 || r.LocalEffects > 0 || r.TaskMinutes > 0 {
-		c.cfg.Logger.Info("Deleted expired records", "webhook_deliveries", r.WebhookDeliveries, "local_effects", r.LocalEffects,
+	if r.WebhookDeliveries > 0 || r.MailDeliveries > 0 || r.LocalEffects > 0 || r.TaskMinutes > 0 {
+		c.cfg.Logger.Info("Deleted expired records", "webhook_deliveries", r.WebhookDeliveries, "mail_deliveries", r.MailDeliveries, "local_effects", r.LocalEffects,
 			"task_minutes", r.TaskMinutes)
 	}
 	return r, nil

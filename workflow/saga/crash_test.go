@@ -2,6 +2,7 @@ package saga_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"flightdeck/internal/notify"
 	"math/rand/v2"
@@ -31,6 +32,10 @@ import (
 const (
 	envChild    = "FD_SAGA_CHILD_DB"
 	envChildDir = "FD_SAGA_CHILD_DIR"
+	// envChildFlush sets the child's background flush interval.
+	envChildFlush = "FD_SAGA_CHILD_FLUSH"
+	// envChildLease sets the child's lease (default 1s).
+	envChildLease = "FD_SAGA_CHILD_LEASE"
 )
 
 func TestMain(m *testing.M) {
@@ -59,11 +64,13 @@ func runChild(url, dir string) {
 		os.Exit(1)
 	}
 	st := store.New(pool)
-	catalog, _ := pipeline.NewCatalog(crashPipeline(dir), pausyPipeline(dir))
-	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: action.Registry{"exec": action.Exec{}}, RetryBase: time.Millisecond})
+	catalog, _ := pipeline.NewCatalog(crashPipeline(dir), pausyPipeline(dir), gatedPipeline(dir))
+	flush, _ := time.ParseDuration(os.Getenv(envChildFlush))
+	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: action.Registry{"exec": action.Exec{}}, RetryBase: time.Millisecond, FlushInterval: flush})
 	n := notify.NewListener(st, nil)
+	lease, _ := time.ParseDuration(os.Getenv(envChildLease))
 	p := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
-		Workers: 8, Lease: time.Second, PollInterval: 20 * time.Millisecond, RescueInterval: 100 * time.Millisecond})
+		Workers: 8, Lease: cmp.Or(lease, time.Second), PollInterval: 20 * time.Millisecond, RescueInterval: 100 * time.Millisecond})
 	p.Attach(n)
 	go n.Run(ctx) //nolint:errcheck
 	ready := bufio.NewWriter(os.Stdout)

@@ -82,9 +82,13 @@ func ProtectDeploy(ctx context.Context, st *store.Store, in *store.TaskInsertPar
 		if !o.MayOverride {
 			return &Refusal{Code: "forbidden", Field: "override", Message: "overriding an environment's rules " + task.WhyNot(task.ActOverride) + " in the team"}
 		}
-		if len([]rune(o.Override)) < MinOverrideReason {
-			return &Refusal{Code: "invalid", Field: "override.reason", Message: fmt.Sprintf("an override needs a reason of at least %d characters", MinOverrideReason)}
+		// The one rule for a person's free text (task.PersonText), so the
+		// API, the forms and the agent agree: ten spaces are no reason.
+		reason, why := task.PersonText(o.Override, MinOverrideReason)
+		if why != "" {
+			return &Refusal{Code: "invalid", Field: "override.reason", Message: "an override's reason " + why}
 		}
+		o.Override = reason
 		in.Override, _ = json.Marshal(map[string]any{"by": o.By, "reason": o.Override, "at": now.UTC()})
 		data, _ := json.Marshal(map[string]any{"by": o.By, "reason": o.Override, "environment": env})
 		in.Events = append(in.Events, task.Event{Type: task.EventTaskOverride, Status: task.StatusLog,

@@ -1,7 +1,9 @@
 package saga_test
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -9,8 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flightdeck/internal/auth"
+	"flightdeck/internal/dbtest"
+	"flightdeck/internal/testfactory"
 	"flightdeck/store"
+	"flightdeck/workflow/action"
 	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/queue"
+	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
 
@@ -214,4 +221,60 @@ func TestTwoDecisionsAtOnceRecordOne(t *testing.T) {
 		}
 		b.wait(t, tk.ID, want)
 	}
+}
+
+// TestCancelRightAfterARetryWins: a person retries a failed step and
+// cancels a moment later, when a worker has just claimed the task and the
+// cancel's notification does not reach it (this pool listens to none, and
+// its lease is long, so no heartbeat tells it either). The step fails
+// again; the cancel still wins: the task compensates and ends cancelled
+// instead of parking paused with the cancel standing (issue 34 item 5).
+func TestCancelRightAfterARetryWins(t *testing.T) {
+	t.Parallel()
+	st := dbtest.Store(t)
+	rec := newRecorder()
+	p := asking("ask-cancel", time.Hour)
+	catalog, err := pipeline.NewCatalog(p)
+	require.NoError(t, err)
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	runner := saga.NewRunner(saga.Config{Catalog: catalog, Logger: logger, RetryBase: time.Millisecond, FlushInterval: time.Hour,
+		Actions: action.Registry{"test.do": rec.action("do"), "test.undo": rec.action("undo")}})
+	pool := queue.New(st, map[task.Kind]queue.Handler{task.KindDeploy: runner}, queue.Config{
+		Workers: 4, Lease: time.Minute, PollInterval: 20 * time.Millisecond, RescueInterval: 50 * time.Millisecond, Logger: logger})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = pool.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	b := &testBundle{st: st, rec: rec, catalog: catalog,
+		creator: testfactory.User(t, st, "dev@acme.test", "acme", auth.RoleDeployer)}
+
+	rec.mu.Lock()
+	rec.fail["do:b"] = -1
+	rec.mu.Unlock()
+	tk := b.submit(t, "ask-cancel")
+	b.wait(t, tk.ID, task.StatePaused)
+
+	for len(rec.started) > 0 {
+		<-rec.started // the first run's starts
+	}
+	again := make(chan struct{})
+	rec.mu.Lock()
+	rec.block["do:b"] = again
+	rec.mu.Unlock()
+	_, err = b.resume(t, b.creator, tk.ID, task.ResumeRetry, "")
+	require.NoError(t, err)
+	for s := range rec.started {
+		if s == "do:b" {
+			break
+		}
+	}
+	got, err := st.TaskCancel(t.Context(), b.creator.TeamIDs(), tk.ID, b.creator.Email)
+	require.NoError(t, err)
+	require.Equal(t, task.StateRunning, got.State)
+	close(again)
+
+	got = b.wait(t, tk.ID, task.StateCancelled)
+	require.False(t, got.CancelRequested && got.State == task.StatePaused)
+	require.Contains(t, rec.done(), "undo:a", "the completed step was undone")
+	b.seqsGapFree(t, tk.ID)
 }

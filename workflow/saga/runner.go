@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"flightdeck/store"
@@ -108,7 +109,11 @@ type run struct {
 	plan  map[int]pipeline.PlannedStep
 	// keysStored: every step row, with its idempotency key, is stored, so
 	// an action may run without waiting for a write (invariant 4).
-	keysStored bool
+	keysStored atomic.Bool
+	// endUnstored: a step or compensation ended since the run's last own
+	// write, so the next action may not start before a write stores that
+	// end (contract §2 "Resuming").
+	endUnstored atomic.Bool
 
 	flushOnce   sync.Once
 	stopFlusher func() // set by startFlusher; no-op until then
@@ -209,7 +214,7 @@ func (rn *run) frozen() *queue.Outcome {
 // row is not stored (invariant 4), and a resumed task reuses the stored
 // keys.
 func (rn *run) initSteps() {
-	rn.keysStored = true
+	rn.keysStored.Store(true)
 	for i := range rn.j.Steps {
 		row := rn.j.Steps[i]
 		rn.steps[row.Idx] = &row
@@ -226,7 +231,7 @@ func (rn *run) initSteps() {
 				IdempotencyKey: stepKey(rn.j.Task.ID, rn.j.Task.Team, rn.params, ps)}
 			rn.steps[ps.Index] = &row
 			rn.j.SaveStep(saveOf(row))
-			rn.keysStored = false
+			rn.keysStored.Store(false)
 		}
 	}
 }
@@ -357,13 +362,22 @@ type change struct {
 
 // write records c in the run's copy of the step and buffers it, with its
 // events, for the task's next write. A change that something must find
-// stored is written at once: a change of the task's state (invariant 6),
-// and a step's or a compensation's start while the run's new step rows
-// are not stored yet, since an action runs only once its idempotency key
-// is (invariant 4; a compensation's key is its step's). Everything else (a
-// step's start and end, a retry's wait) rides with the next write or the
-// background flush, whatever the action. A write that cannot be made gives
-// the task up: errInterrupted.
+// stored is written at once, before the caller goes on:
+//   - a change of the task's state (invariant 6);
+//   - an action's start (a step's or a compensation's) when a step or a
+//     compensation ended since the run last wrote, or the run's new step
+//     rows are not stored yet: the end of step N is committed before step
+//     N+1's action runs, so a task resumed after a crash never runs a
+//     step again whose completion was already decided (contract §2
+//     "Resuming", invariant 4), and an action runs only once its
+//     idempotency key is stored.
+//
+// The end of a step and its successor's start share one write. The first
+// action of a run starts without one (its key was stored with the task),
+// and a task's last step's end rides with the outcome, the final write.
+// Progress that decides nothing (a retry's wait, a step's start after a
+// stored end) rides with the next write or the background flush. A write
+// that cannot be made gives the task up: errInterrupted.
 func (rn *run) write(c change) error {
 	rn.redactChange(&c)
 	for _, e := range c.Events {
@@ -375,14 +389,47 @@ func (rn *run) write(c change) error {
 	if c.TaskState != "" {
 		rn.j.SetState(c.TaskState)
 	}
+	if c.Finish || c.State == task.StepSkipped {
+		rn.endUnstored.Store(true)
+	}
 	starts := c.Start || c.StartCompensation
-	if c.TaskState == "" && (!starts || rn.keysStored) {
+	if c.TaskState == "" && !starts {
 		return nil
 	}
+	if c.TaskState == "" && !rn.mustStore() {
+		return nil
+	}
+	return rn.store()
+}
+
+// mustStore: an action may not start before a write: a step or
+// compensation ended since the run last wrote, or its new step rows (keys)
+// are not stored yet.
+func (rn *run) mustStore() bool {
+	return rn.endUnstored.Load() || !rn.keysStored.Load()
+}
+
+// settle stores what must be stored before the next action starts (an
+// ended step, new keys), so a caller can then check whether it may start
+// one (the worker may have begun to drain meanwhile) with nothing left to
+// write between that check and the action.
+func (rn *run) settle() error {
+	if !rn.mustStore() {
+		return nil
+	}
+	return rn.store()
+}
+
+// store writes what is buffered now. endUnstored is cleared before the
+// write: an end recorded meanwhile (a parallel branch) sets it again and
+// its own successor writes once more. Flush waits for a background flush
+// under way, so what that flush took is committed too when this returns.
+func (rn *run) store() error {
+	rn.endUnstored.Store(false)
 	if err := rn.j.Flush(context.WithoutCancel(rn.ctx)); err != nil {
 		return errInterrupted
 	}
-	rn.keysStored = true
+	rn.keysStored.Store(true)
 	return nil
 }
 

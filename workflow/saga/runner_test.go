@@ -553,11 +553,12 @@ func TestKeysAreStoredBeforeAnyAction(t *testing.T) {
 	require.Equal(t, task.EventTaskCompleted, evs[len(evs)-1].Type)
 }
 
-// TestFastRunWritesOnce: a submitted run whose steps finish quickly
-// writes everything with its outcome, whatever the steps' actions: its
-// step rows and keys were stored at submit, so the event batches are the
-// submit's, the claim's and the outcome's.
-func TestFastRunWritesOnce(t *testing.T) {
+// TestFastRunWritesOncePerStepBoundary: a submitted run whose steps finish
+// quickly writes once where one step ends and the next begins (the end is
+// stored before the next action runs, contract §2 "Resuming") and once
+// with its outcome, whatever the steps' actions: its step rows and keys
+// were stored at submit, so the first step starts without a write.
+func TestFastRunWritesOncePerStepBoundary(t *testing.T) {
 	t.Parallel()
 	instant := &pipeline.Pipeline{Name: "instant", Steps: []pipeline.Step{{Name: "one", Action: "noop"}, {Name: "two", Action: "noop"}}}
 	catalog, err := pipeline.NewCatalog(instant)
@@ -589,5 +590,5 @@ func TestFastRunWritesOnce(t *testing.T) {
 	require.Equal(t, task.EventTaskCompleted, evs[len(evs)-1].Type)
 	var batches int
 	require.NoError(t, b.st.Pool().QueryRow(t.Context(), `SELECT count(*) FROM task_event_batches WHERE task_id = $1`, tk.ID).Scan(&batches))
-	require.Equal(t, 2, batches, "the submit's, and one write with the pick-up, the steps and the outcome")
+	require.Equal(t, 3, batches, "the submit's, one with the pick-up, step one's end and step two's start, and the outcome")
 }

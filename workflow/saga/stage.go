@@ -32,6 +32,12 @@ func (rn *run) stage(st pipeline.Stage) (*queue.Outcome, error) {
 	if len(todo) == 0 {
 		return nil, nil
 	}
+	// The stage before is stored first; that write also learns of a cancel
+	// or pause asked for meanwhile (queue.Job.Flush), so the checks below
+	// see it even if its notification went astray.
+	if err := rn.settle(); err != nil {
+		return nil, err
+	}
 	if err := context.Cause(rn.ctx); err != nil {
 		return nil, interruption(rn, err)
 	}

@@ -27,6 +27,11 @@ import (
 func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 	failures := 0
 	for {
+		// The previous step's end is stored first (it may take a moment),
+		// then the drain is checked: a stopping worker starts nothing new.
+		if err := rn.settle(); err != nil {
+			return err
+		}
 		if rn.draining() {
 			return errInterrupted // the worker stops: start nothing new
 		}

@@ -10,6 +10,8 @@ import (
 
 	"flightdeck/store"
 	"flightdeck/workflow/event"
+	"flightdeck/workflow/pipeline"
+	"flightdeck/workflow/task"
 )
 
 // ConsumerName is the dispatcher's outbox cursor; migration 00006 creates
@@ -21,6 +23,8 @@ const ConsumerName = "webhooks"
 // task's own webhook for its terminal event).
 type dispatcher struct {
 	st     *store.Store
+	pipes  *pipeline.Catalog // names targets and versions in chat messages
+	base   string            // FLIGHTDECK_BASE_URL, for chat messages' links
 	logger *slog.Logger
 	wake   func() // tells the sender that deliveries are due
 }
@@ -50,15 +54,16 @@ func (d *dispatcher) handle(ctx context.Context, events []store.OutboxEvent) err
 	bodies := map[string]taskBody{} // one load per task and batch
 	var out []store.WebhookDeliveryParams
 	for _, e := range events {
-		type target struct{ id, webhookID, url string }
+		type target struct{ id, webhookID, url, format string }
 		var targets []target
+		typ := subscribedType(e)
 		for _, w := range subs {
-			if w.TeamID == e.TeamID && slices.Contains(w.Events, string(e.Type)) {
-				targets = append(targets, target{w.ID, w.ID, w.URL})
+			if w.TeamID == e.TeamID && slices.Contains(w.Events, typ) {
+				targets = append(targets, target{w.ID, w.ID, w.URL, w.Format})
 			}
 		}
 		if u, ok := taskURLs[e.TaskID]; ok && e.Type.Terminal() {
-			targets = append(targets, target{"task", "", u})
+			targets = append(targets, target{"task", "", u, FormatStandard})
 		}
 		if len(targets) == 0 {
 			continue
@@ -74,11 +79,21 @@ func (d *dispatcher) handle(ctx context.Context, events []store.OutboxEvent) err
 			}
 			bodies[e.TaskID] = tb
 		}
-		body, err := json.Marshal(message{Type: e.Type, Task: tb, Event: e.Event})
+		body, err := json.Marshal(message{Type: task.EventType(typ), Task: tb, Event: e.Event})
 		if err != nil {
 			return fmt.Errorf("error encoding webhook body: %w", err)
 		}
+		var chat []byte
 		for _, tg := range targets {
+			body := body
+			if tg.format == FormatSlack {
+				if chat == nil {
+					if chat, err = slackBody(typ, e.Event, tb.Task, d.pipes, d.base); err != nil {
+						return fmt.Errorf("error encoding chat message: %w", err)
+					}
+				}
+				body = chat
+			}
 			out = append(out, store.WebhookDeliveryParams{
 				ID: MessageID(tg.id, e.TaskID, e.Seq), TeamID: e.TeamID, WebhookID: tg.webhookID,
 				TaskID: e.TaskID, Seq: e.Seq, EventType: string(e.Type), URL: tg.url, Body: body,
@@ -98,5 +113,8 @@ func (d *dispatcher) handle(ctx context.Context, events []store.OutboxEvent) err
 
 // consumer is the dispatcher as an outbox consumer.
 func (d *dispatcher) consumer(cfg Config) event.Consumer {
-	return event.Consumer{Name: ConsumerName, Handle: d.handle, Poll: cfg.Poll, Logger: d.logger}
+	// task.paused is not one of the contract's §4 types; chat
+	// subscriptions may list it (and needs_attention, a task.state).
+	types := append(slices.Clone(event.PublicTypes), task.EventTaskPaused)
+	return event.Consumer{Name: ConsumerName, Types: types, Handle: d.handle, Poll: cfg.Poll, Logger: d.logger}
 }

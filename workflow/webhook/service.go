@@ -5,11 +5,13 @@ import (
 	"flightdeck/internal/notify"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"flightdeck/store"
 	"flightdeck/workflow/event"
+	"flightdeck/workflow/pipeline"
 )
 
 // Defaults of Config.
@@ -27,6 +29,10 @@ type Config struct {
 	Poll        time.Duration // outbox and due-delivery poll, default 1s
 	Concurrency int           // requests in flight per process, default 8
 	Logger      *slog.Logger
+	// Pipelines and BaseURL shape chat messages (format slack): the
+	// target and version of a deploy, the link to act on.
+	Pipelines *pipeline.Catalog
+	BaseURL   string
 }
 
 // Service runs the dispatcher (outbox → deliveries) and the sender (due
@@ -51,7 +57,7 @@ func New(st *store.Store, hub *notify.Hub, cfg Config) *Service {
 	}
 	s := &Service{st: st, hub: hub, cfg: cfg, logger: cfg.Logger}
 	s.send = NewSender(st, cfg)
-	s.disp = &dispatcher{st: st, logger: cfg.Logger, wake: s.send.Wake}
+	s.disp = &dispatcher{st: st, logger: cfg.Logger, wake: s.send.Wake, pipes: cfg.Pipelines, base: strings.TrimRight(cfg.BaseURL, "/")}
 	return s
 }
 
