@@ -116,6 +116,13 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 	if err != nil {
 		return p, err
 	}
+	if t.State == task.StateCompleted {
+		for _, st := range steps {
+			if st.State == task.StepSkipped {
+				p.Task.Skipped++
+			}
+		}
+	}
 	aps, err := h.store.ApprovalList(ctx, u.TeamIDs(), t.ID)
 	if err != nil {
 		return p, err

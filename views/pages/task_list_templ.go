@@ -312,7 +312,7 @@ func TaskListRow(t TaskRow) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = components.StateBadge(t.State).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = components.OutcomeBadge(t.State, t.Error, t.Skipped).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

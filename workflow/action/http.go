@@ -16,6 +16,7 @@ import (
 	"flightdeck/internal/backoff"
 	"flightdeck/internal/breaker"
 	"flightdeck/internal/tracing"
+	"flightdeck/internal/words"
 )
 
 // HTTPInputs are the with fields the action takes (the loader refuses others).
@@ -81,7 +82,7 @@ func (h HTTP) Run(ctx context.Context, in Input) (json.RawMessage, error) {
 	for try := 0; try <= retries; try++ {
 		if try > 0 {
 			wait := backoff.Exponential(base, 0, try)
-			in.Log(fmt.Sprintf("retrying in %s: %v", wait.Round(time.Millisecond), lastErr))
+			in.Log(fmt.Sprintf("retrying in %s: %v", words.Duration(wait), lastErr))
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()

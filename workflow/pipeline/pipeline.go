@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"flightdeck/internal/words"
 	"flightdeck/workflow/environment"
 )
 
@@ -421,7 +422,11 @@ func (p *Param) patternMessage() string {
 	if p.Hint != "" {
 		return "must be " + p.Hint
 	}
-	return "is not in the form this parameter accepts (see the pipeline's pattern)"
+	// Say what a valid value looks like, never the regular expression.
+	if ex := words.Example(p.Pattern); ex != "" {
+		return "must look like " + ex
+	}
+	return "is not in the form this parameter accepts"
 }
 
 func normalizeDefault(v any) any {
