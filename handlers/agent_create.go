@@ -9,6 +9,7 @@ import (
 	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/views/pages"
+	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
 
@@ -37,9 +38,10 @@ func (h *Handler) submitAgent(c echo.Context, prompt string) (*task.Task, error)
 	req := taskCreateRequest{Kind: string(task.KindAgent), Prompt: prompt}
 	p := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, MaxPending: h.cfg.MaxPending,
 		Traceparent: tracing.Traceparent(c.Request().Context())}
-	if err := h.validateTaskCreate(c.Request().Context(), u, &req, team.Team, &p); err != nil {
+	sub := saga.Submission{Insert: p}
+	if err := h.validateTaskCreate(c.Request().Context(), &req, team.Team, &sub); err != nil {
 		return nil, err
 	}
-	t, _, err := h.store.TaskInsert(c.Request().Context(), p)
-	return t, insertError(err)
+	t, _, err := h.submit(c.Request().Context(), u, sub)
+	return t, err
 }

@@ -13,16 +13,6 @@ type decisionRequest struct {
 	Comment string `json:"comment"`
 }
 
-const maxCommentBytes = 4096
-
-// checkComment checks a person's comment on a decision or a resolution.
-func checkComment(s string) error {
-	if len(s) > maxCommentBytes {
-		return errInvalid("comment", "comment must be at most %d bytes", maxCommentBytes)
-	}
-	return checkText("comment", s)
-}
-
 func (h *Handler) apiApprovalApprove(c echo.Context) error { return h.apiApprovalDecide(c, true) }
 func (h *Handler) apiApprovalReject(c echo.Context) error  { return h.apiApprovalDecide(c, false) }
 
@@ -44,7 +34,8 @@ func (h *Handler) apiApprovalDecide(c echo.Context, approve bool) error {
 // unknown task is 404; an approval the task does not have is, like a decided
 // or expired one, not pending: 409 (contract §3).
 func (h *Handler) decideApproval(c echo.Context, taskID, approvalID string, approve bool, comment string) (*store.Approval, error) {
-	if err := checkComment(comment); err != nil {
+	comment, err := personText("comment", comment, 0)
+	if err != nil {
 		return nil, err
 	}
 	ctx := c.Request().Context()
@@ -60,6 +51,8 @@ func (h *Handler) decideApproval(c echo.Context, taskID, approvalID string, appr
 	switch {
 	case errors.Is(err, store.ErrForbidden):
 		return nil, &APIError{Status: http.StatusForbidden, Code: "forbidden", Message: err.Error()}
+	case errors.Is(err, store.ErrAlreadyApproved):
+		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "you already approved this deploy; another reviewer must decide"}
 	case errors.Is(err, store.ErrConflict):
 		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "this approval is not pending (already decided, expired, superseded or unknown)"}
 	case err != nil:

@@ -4,6 +4,8 @@ import (
 	"encoding/csv"
 	"net/http"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -43,10 +45,20 @@ func (h *Handler) auditQuery(c echo.Context) (store.AuditListParams, error) {
 	return p, nil
 }
 
+// apiAuditList answers the audit log as JSON, or as CSV with
+// ?format=csv (the same download as the page's: RFC 3339 times, cells a
+// spreadsheet will not run).
 func (h *Handler) apiAuditList(c echo.Context) error {
 	p, err := h.auditQuery(c)
 	if err != nil {
 		return err
+	}
+	switch c.QueryParam("format") {
+	case "csv":
+		return h.auditCSV(c, p)
+	case "", "json":
+	default:
+		return errInvalid("format", "format must be json or csv")
 	}
 	entries, next, err := h.store.AuditList(c.Request().Context(), p)
 	if err != nil {
@@ -63,6 +75,25 @@ func (h *Handler) apiAuditList(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"entries": entries, "next": cursor})
 }
 
+// auditCSV pages through the log (up to maxAuditCSV rows) and writes it
+// as CSV.
+func (h *Handler) auditCSV(c echo.Context, p store.AuditListParams) error {
+	var all []store.AuditEntry
+	p.Limit = maxAuditPage
+	for len(all) < maxAuditCSV {
+		entries, next, err := h.store.AuditList(c.Request().Context(), p)
+		if err != nil {
+			return err
+		}
+		all = append(all, entries...)
+		if next == 0 {
+			break
+		}
+		p.Before = next
+	}
+	return writeAuditCSV(c, all)
+}
+
 // writeAuditCSV writes entries as CSV (the /audit page's download).
 func writeAuditCSV(c echo.Context, entries []store.AuditEntry) error {
 	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
@@ -71,19 +102,21 @@ func writeAuditCSV(c echo.Context, entries []store.AuditEntry) error {
 	w := csv.NewWriter(c.Response())
 	_ = w.Write([]string{"id", "at", "actor", "type", "task_id", "detail"})
 	for _, e := range entries {
-		task := ""
+		taskID := ""
 		if e.TaskID != nil {
-			task = *e.TaskID
+			taskID = *e.TaskID
 		}
-		_ = w.Write([]string{strconv.FormatInt(e.ID, 10), e.At.Format("2006-01-02T15:04:05Z07:00"), csvSafe(e.Actor), e.Type, task, csvSafe(string(e.Detail))})
+		_ = w.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339), csvSafe(e.Actor), csvSafe(e.Type), taskID, csvSafe(string(e.Detail))})
 	}
 	w.Flush()
 	return w.Error()
 }
 
-// csvSafe keeps a spreadsheet from reading a cell as a formula.
+// csvSafe keeps a spreadsheet from reading a cell as a formula (a leading
+// =, +, -, @, TAB or CR) and shows bidirectional controls as escapes.
 func csvSafe(s string) string {
-	if s != "" && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@') {
+	s = task.ShowBidi(s)
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
 		return "'" + s
 	}
 	return s

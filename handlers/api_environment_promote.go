@@ -46,7 +46,11 @@ func (h *Handler) apiEnvironmentPromote(c echo.Context) error {
 	if !created {
 		status = http.StatusOK
 	}
-	return c.JSON(status, toTaskJSON(t))
+	out, err := h.submittedJSON(c.Request().Context(), t)
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, out)
 }
 
 // promote submits a deploy of from's current deploy of the target to the
@@ -90,6 +94,12 @@ func (h *Handler) promote(ctx context.Context, u *auth.User, req promoteRequest,
 		if !ok {
 			return nil, false, errInvalid("target."+name, "target needs %s", name)
 		}
+		// A value of the wrong type names no target: say so (422), not
+		// "nothing to promote".
+		v, msg := pl.CheckParam(name, v)
+		if msg != "" {
+			return nil, false, errInvalid("target."+name, "target.%s %s", name, msg)
+		}
 		target[name] = v
 	}
 	for name := range req.Target {
@@ -128,9 +138,6 @@ func (h *Handler) promote(ctx context.Context, u *auth.User, req promoteRequest,
 	in := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, Priority: src.Priority, MaxAttempts: src.MaxAttempts,
 		IdempotencyKey: idemKey, RequestHash: hash[:], MaxPending: h.cfg.MaxPending, Traceparent: tracing.Traceparent(ctx),
 		Team: team.Team, CreatedBy: u.Email}
-	if err := saga.NewDeploy(&in, pl, validated, team.Team); err != nil {
-		return nil, false, errInvalid("params", "%v", err)
-	}
 	o := saga.Protection{PromotedFrom: src.ID}
 	if req.Override != nil {
 		o.Override = req.Override.Reason
@@ -138,9 +145,5 @@ func (h *Handler) promote(ctx context.Context, u *auth.User, req promoteRequest,
 			return nil, false, errInvalid("override.reason", "an override needs a reason of at least %d characters", saga.MinOverrideReason)
 		}
 	}
-	if err := h.protect(ctx, u, team.TeamID, &in, pl, validated, o); err != nil {
-		return nil, false, err
-	}
-	t, created, err := h.store.TaskInsert(ctx, in)
-	return t, created, insertError(err)
+	return h.submit(ctx, u, saga.Submission{Insert: in, Pipeline: pl, Params: validated, Team: team.Team, Protection: o})
 }

@@ -3,7 +3,6 @@ package handlers
 import (
 	"net/http"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -37,8 +36,6 @@ func apiFreeze(f *store.Freeze) freezeJSON {
 
 var freezeEnvName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
-const maxFreezeReason = 500
-
 func (h *Handler) apiFreezeCreate(c echo.Context) error {
 	u := userOf(c)
 	var req freezeCreateRequest
@@ -52,11 +49,8 @@ func (h *Handler) apiFreezeCreate(c echo.Context) error {
 	if !freezeEnvName.MatchString(req.Environment) {
 		return errInvalid("environment", "environment must name an environment (letters, digits, . _ -)")
 	}
-	reason := strings.TrimSpace(req.Reason)
-	if reason == "" || len(reason) > maxFreezeReason {
-		return errInvalid("reason", "reason is required, at most %d bytes", maxFreezeReason)
-	}
-	if err := checkText("reason", reason); err != nil {
+	reason, err := personText("reason", req.Reason, 1)
+	if err != nil {
 		return err
 	}
 	if req.Until == nil {

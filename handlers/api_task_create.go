@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/internal/tracing"
 	"flightdeck/store"
 	"flightdeck/workflow/saga"
@@ -62,18 +61,23 @@ func (h *Handler) apiTaskCreate(c echo.Context) error {
 		MaxPending: h.cfg.MaxPending, Traceparent: tracing.Traceparent(c.Request().Context()),
 		Team: team.Team, CreatedBy: u.Email,
 	}
-	if err := h.validateTaskCreate(c.Request().Context(), u, &req, team.Team, &p); err != nil {
+	sub := saga.Submission{Insert: p}
+	if err := h.validateTaskCreate(c.Request().Context(), &req, team.Team, &sub); err != nil {
 		return err
 	}
-	t, created, err := h.store.TaskInsert(c.Request().Context(), p)
+	t, created, err := h.submit(c.Request().Context(), u, sub)
 	if err != nil {
-		return insertError(err)
+		return err
 	}
 	status := http.StatusAccepted
 	if !created {
 		status = http.StatusOK
 	}
-	return c.JSON(status, toTaskJSON(t))
+	out, err := h.submittedJSON(c.Request().Context(), t)
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, out)
 }
 
 // idempotencyKey reads the Idempotency-Key header of a submit or re-run.
@@ -85,8 +89,10 @@ func idempotencyKey(c echo.Context) (string, error) {
 	return key, checkText("Idempotency-Key", key)
 }
 
-// validateTaskCreate checks the request and fills p. Errors name the field.
-func (h *Handler) validateTaskCreate(ctx context.Context, u *auth.User, req *taskCreateRequest, team string, p *store.TaskInsertParams) error {
+// validateTaskCreate checks the request and fills the submission sub.
+// Errors name the field.
+func (h *Handler) validateTaskCreate(ctx context.Context, req *taskCreateRequest, team string, sub *saga.Submission) error {
+	p := &sub.Insert
 	prio, err := task.ParsePriority(req.Priority)
 	if err != nil {
 		return errInvalid("priority", "%v", err)
@@ -136,9 +142,7 @@ func (h *Handler) validateTaskCreate(ctx context.Context, u *auth.User, req *tas
 			}
 			return e
 		}
-		if err := saga.NewDeploy(p, pl, params, team); err != nil {
-			return errInvalid("params", "%v", err)
-		}
+		sub.Pipeline, sub.Params, sub.Team = pl, params, team
 		o := saga.Protection{RunAt: req.RunAt}
 		if req.Override != nil {
 			if err := checkText("override.reason", req.Override.Reason); err != nil {
@@ -149,9 +153,7 @@ func (h *Handler) validateTaskCreate(ctx context.Context, u *auth.User, req *tas
 				return errInvalid("override.reason", "an override needs a reason of at least %d characters", saga.MinOverrideReason)
 			}
 		}
-		if err := h.protect(ctx, u, p.TeamID, p, pl, params, o); err != nil {
-			return err
-		}
+		sub.Protection = o
 	case task.KindAgent:
 		if !h.cfg.AgentsEnabled() {
 			return errInvalid("kind", "agent tasks need an LLM: set OPENAI_BASE_URL (for a local Ollama: http://localhost:11434/v1, with OPENAI_MODEL) or OPENAI_API_KEY on the server")

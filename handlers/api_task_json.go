@@ -27,6 +27,20 @@ func toTaskJSON(t *task.Task) taskJSON {
 	return taskJSON{Task: t, Steps: steps, Approvals: []store.Approval{}, Questions: []store.Question{}, Artifacts: []store.ArtifactMeta{}}
 }
 
+// submittedJSON is the answer to a submit (API, re-run, promotion): the
+// task as inserted, with the approval it waits on when it waits on one
+// (an environment's reviewers: contract §9, "the 202 lists the pending
+// approval").
+func (h *Handler) submittedJSON(ctx context.Context, t *task.Task) (taskJSON, error) {
+	out := toTaskJSON(t)
+	if t.State != task.StateAwaitingApproval {
+		return out, nil
+	}
+	var err error
+	out.Approvals, err = h.store.ApprovalList(ctx, []string{t.TeamID}, t.ID)
+	return out, err
+}
+
 // loadTaskJSON is the full task body: the task with its steps and approvals.
 func (h *Handler) loadTaskJSON(ctx context.Context, teamIDs []string, id string) (taskJSON, error) {
 	t, err := h.store.TaskGet(ctx, teamIDs, id)

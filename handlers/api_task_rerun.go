@@ -19,5 +19,9 @@ func (h *Handler) apiTaskRerun(c echo.Context) error {
 	if !created {
 		status = http.StatusOK
 	}
-	return c.JSON(status, toTaskJSON(t))
+	out, err := h.submittedJSON(c.Request().Context(), t)
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, out)
 }

@@ -25,7 +25,8 @@ func (h *Handler) apiTaskResolve(c echo.Context) error {
 	if req.Action != "retry" && req.Action != "resolve" {
 		return errInvalid("action", "action must be retry or resolve")
 	}
-	if err := checkComment(req.Comment); err != nil {
+	comment, err := personText("comment", req.Comment, 0)
+	if err != nil {
 		return err
 	}
 	ctx, u := c.Request().Context(), userOf(c)
@@ -33,7 +34,7 @@ func (h *Handler) apiTaskResolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err = h.store.TaskResolve(ctx, []string{t.TeamID}, t.ID, req.Action, u.Email, req.Comment)
+	t, err = h.store.TaskResolve(ctx, []string{t.TeamID}, t.ID, req.Action, u.Email, comment)
 	if errors.Is(err, store.ErrConflict) {
 		return &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the task does not need attention"}
 	}

@@ -41,9 +41,11 @@ func (h *Handler) resumeTask(c echo.Context, id string, req resumeRequest) (*tas
 	if !slices.Contains(task.ResumeActions, action) {
 		return nil, errInvalid("action", "action must be continue, retry, skip or rollback")
 	}
-	if err := checkComment(req.Comment); err != nil {
+	comment, err := personText("comment", req.Comment, 0)
+	if err != nil {
 		return nil, err
 	}
+	req.Comment = comment
 	ctx := c.Request().Context()
 	u := userOf(c)
 	t, err := h.store.TaskGet(ctx, u.TeamIDs(), id)

@@ -59,7 +59,7 @@ func (h *Handler) loadInbox(ctx context.Context, u *auth.User) (pages.ApprovalIn
 		if err != nil {
 			return p, err
 		}
-		p.Attention = taskRows(h.pipelines, tasks)
+		p.Attention = taskRows(h.pipelines, tasks, nil) // tasks that need attention have not completed
 	}
 	return p, nil
 }

@@ -7,8 +7,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/store"
+	"flightdeck/internal/words"
 	"flightdeck/views/pages"
+	"flightdeck/workflow/task"
 )
 
 // auditTypes are the audit log's types the page filters by (contract §9).
@@ -26,20 +27,7 @@ func (h *Handler) auditList(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if c.QueryParam("format") == "csv" {
-		var all []store.AuditEntry
-		p.Limit = maxAuditPage
-		for len(all) < maxAuditCSV {
-			entries, next, err := h.store.AuditList(ctx, p)
-			if err != nil {
-				return err
-			}
-			all = append(all, entries...)
-			if next == 0 {
-				break
-			}
-			p.Before = next
-		}
-		return writeAuditCSV(c, all)
+		return h.auditCSV(c, p)
 	}
 	entries, next, err := h.store.AuditList(ctx, p)
 	if err != nil {
@@ -63,7 +51,8 @@ func (h *Handler) auditList(c echo.Context) error {
 		props.Next = q.Encode()
 	}
 	for _, e := range entries {
-		r := pages.AuditRow{ID: strconv.FormatInt(e.ID, 10), At: e.At, Actor: e.Actor, Type: e.Type, Detail: string(e.Detail)}
+		r := pages.AuditRow{ID: strconv.FormatInt(e.ID, 10), At: e.At, Actor: task.ShowBidi(e.Actor), Type: e.Type, Detail: task.ShowBidi(string(e.Detail)),
+			Sentence: task.ShowBidi(words.Audit(e.Actor, e.Type, e.Detail))}
 		if e.TaskID != nil {
 			r.TaskID = *e.TaskID
 		}

@@ -11,10 +11,13 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"flightdeck/workflow/task"
 )
 
 // readJSON reads a JSON request body strictly: JSON content type (415),
@@ -78,9 +81,55 @@ func decodeStrict(body []byte, dst any) error {
 			}
 			return errInvalid(field, "unknown field %s", field)
 		}
+		if field := badTimeField(body, reflect.TypeOf(dst)); field != "" {
+			return errInvalid(field, "%s must be a time in RFC 3339, such as 2030-01-31T09:00:00Z", field)
+		}
 		return errBadRequest("the request body does not match the expected shape: %v", err)
 	}
 	return nil
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+// badTimeField returns the key of the first top-level time field of the
+// request type whose value is not an RFC 3339 string, or "". encoding/json
+// reports such a value with Go's layout string and no field name; the
+// contract wants 422 with the field.
+func badTimeField(body []byte, typ reflect.Type) string {
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	if typ.Kind() != reflect.Struct {
+		return ""
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return ""
+	}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if ft != timeType || name == "" || name == "-" {
+			continue
+		}
+		for k, raw := range top {
+			if foldKey(k) != foldKey(name) || string(raw) == "null" {
+				continue
+			}
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				return name
+			}
+			if _, err := time.Parse(time.RFC3339, s); err != nil {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // checkText refuses text that PostgreSQL cannot store (invalid UTF-8 or a
@@ -90,6 +139,16 @@ func checkText(field, s string) error {
 		return errInvalid(field, "%s must be UTF-8 text without NUL bytes", field)
 	}
 	return nil
+}
+
+// personText applies task.PersonText, the one rule for free text a person
+// writes (API, forms and sockets alike), and answers 422 with field.
+func personText(field, s string, min int) (string, error) {
+	s, why := task.PersonText(s, min)
+	if why != "" {
+		return "", errInvalid(field, "%s %s", field, why)
+	}
+	return s, nil
 }
 
 func fieldOrBody(f string) string {

@@ -7,14 +7,17 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"flightdeck/internal/auth"
+	"flightdeck/internal/words"
 	"flightdeck/store"
 	"flightdeck/views/pages"
+	"flightdeck/workflow/environment"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/task"
 )
@@ -40,6 +43,15 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 	if err != nil {
 		return err
 	}
+	var canaries []store.LocalCanary
+	for _, id := range u.TeamIDs() {
+		cs, err := h.store.LocalCanaryList(c.Request().Context(), id)
+		if err != nil {
+			return err
+		}
+		canaries = append(canaries, cs...)
+	}
+	shares := canaryShares(canaries)
 	hosts := map[string]store.LocalHostHealth{}
 	for _, hh := range health {
 		hosts[hh.TeamID+" "+hh.Host] = hh
@@ -57,6 +69,17 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 	for i := range envs {
 		byKey[envs[i].TeamID+"\x00"+envs[i].Pipeline+"\x00"+envs[i].TargetKey] = &envs[i]
 	}
+	// Each current deploy's skipped steps, in one query.
+	var current []string
+	for _, e := range envs {
+		if e.Current != nil {
+			current = append(current, e.Current.TaskID)
+		}
+	}
+	skipped, err := h.store.TaskSkippedSteps(c.Request().Context(), current)
+	if err != nil {
+		return err
+	}
 	for _, e := range envs {
 		if n := len(p.Pipelines); n == 0 || p.Pipelines[n-1].Name != e.Pipeline {
 			p.Pipelines = append(p.Pipelines, pages.EnvPipeline{Name: e.Pipeline})
@@ -73,6 +96,9 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 			t.Running = *e.Running
 		}
 		t.Current, t.Previous = envDeploy(pl, e.TargetKey, e.Current, now), envDeploy(pl, e.TargetKey, e.Previous, now)
+		if t.Current != nil {
+			t.Current.Skipped = skipped[t.Current.TaskID]
+		}
 		for _, d := range e.History {
 			v := envDeploy(pl, e.TargetKey, &d, now)
 			v.Current = e.Current != nil && d.TaskID == e.Current.TaskID
@@ -83,6 +109,13 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 			t.Health = envHealth(hh, now)
 			if hh.Serving {
 				t.AppURL = h.localAppURL(hh.Host)
+			}
+		}
+		if host := localHost(e.TargetKey); host != "" {
+			if cs, ok := shares[host]; ok {
+				t.CanaryHost, t.CanaryVersion, t.CanaryWeight = host, cs.Version, cs.Weight
+			} else if t.Running != "" {
+				t.CanaryHost = host // a canary may start: the page asks
 			}
 		}
 		if pl != nil {
@@ -105,6 +138,9 @@ func (h *Handler) envFreezes(c echo.Context, p *pages.EnvironmentsProps, now tim
 		mayEnd[id] = true
 	}
 	for _, f := range fs {
+		if f.Source == "rule" {
+			continue // one row per window, below
+		}
 		ef := pages.EnvFreeze{Environment: f.Environment, From: f.From, Until: f.Until, Reason: f.Reason, Source: f.Source,
 			Active: !f.From.After(now) && f.Until.After(now)}
 		if f.ID != nil {
@@ -113,6 +149,20 @@ func (h *Handler) envFreezes(c echo.Context, p *pages.EnvironmentsProps, now tim
 		}
 		p.Freezes = append(p.Freezes, ef)
 	}
+	// A recurring window is one row, said once, with its occurrence now or
+	// next (not seven identical rows for a nightly window).
+	for _, e := range h.pipelines.Environments().All() {
+		for _, w := range e.Freeze {
+			spans := (&environment.Env{Freeze: []environment.Window{w}}).Freezes(nil, now, now.Add(freezeHorizon))
+			if len(spans) == 0 {
+				continue
+			}
+			s := spans[0]
+			p.Freezes = append(p.Freezes, pages.EnvFreeze{Environment: e.Name, From: s.From, Until: s.Until, Reason: w.Reason, Source: "rule",
+				Active: !s.From.After(now) && s.Until.After(now), Recurring: words.Recurring(w.Weekly, w.From, w.Text)})
+		}
+	}
+	sort.SliceStable(p.Freezes, func(i, j int) bool { return p.Freezes[i].From.Before(p.Freezes[j].From) })
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"flightdeck/internal/words"
 	"flightdeck/workflow/environment"
 	"flightdeck/workflow/pipeline"
 )
@@ -29,16 +30,21 @@ func ruleNotes(p *pipeline.Pipeline, rules *environment.Rules) []string {
 		}
 		var parts []string
 		if r := e.Reviewers; r != nil {
-			parts = append(parts, fmt.Sprintf("%d reviewer(s) (%s) approve first", r.Count, joinWords(r.Roles)))
+			parts = append(parts, fmt.Sprintf("%s (%s) approve first", words.Count(int64(r.Count), "reviewer"), joinWords(r.Roles)))
 		}
 		if e.Wait > 0 {
-			parts = append(parts, fmt.Sprintf("then a %s wait", e.Wait))
+			parts = append(parts, "then a wait of "+words.Duration(e.Wait))
 		}
 		if e.Versions != nil {
-			parts = append(parts, "versions match "+e.Versions.String())
+			// An example, not the pattern: people read this.
+			if ex := words.Example(e.Versions.String()); ex != "" {
+				parts = append(parts, "versions like "+ex)
+			} else {
+				parts = append(parts, "only some versions")
+			}
 		}
 		if q := e.Requires; q != nil {
-			parts = append(parts, fmt.Sprintf("the version completes in %s at least %s before", q.Env, q.Soak))
+			parts = append(parts, fmt.Sprintf("the version completes in %s at least %s before", q.Env, words.Duration(q.Soak)))
 		}
 		for _, w := range e.Freeze {
 			note := "frozen " + w.Text

@@ -20,15 +20,15 @@ func (h *Handler) freezeCreate(c echo.Context) error {
 		return h.renderEnvironments(c, toAPIError(err).Status, "Only an admin may freeze an environment.")
 	}
 	env := strings.TrimSpace(c.FormValue("environment"))
-	reason := strings.TrimSpace(c.FormValue("reason"))
+	reason, rerr := personText("reason", c.FormValue("reason"), 1)
 	minutes, err := strconv.Atoi(c.FormValue("minutes"))
 	switch {
 	case !freezeEnvName.MatchString(env):
 		return h.renderEnvironments(c, http.StatusUnprocessableEntity, "Name the environment to freeze.")
 	case err != nil || minutes < 1 || minutes > 366*24*60:
 		return h.renderEnvironments(c, http.StatusUnprocessableEntity, "A freeze lasts from a minute to a year.")
-	case reason == "" || len(reason) > maxFreezeReason || checkText("reason", reason) != nil:
-		return h.renderEnvironments(c, http.StatusUnprocessableEntity, "Say why the environment is frozen.")
+	case rerr != nil:
+		return h.renderEnvironments(c, http.StatusUnprocessableEntity, "Say why the environment is frozen (at most 4096 bytes).")
 	}
 	if _, err := h.store.FreezeCreate(c.Request().Context(), store.FreezeCreateParams{TeamID: team.TeamID, Environment: env,
 		Until: time.Now().Add(time.Duration(minutes) * time.Minute), Reason: reason, Actor: u.Email}); err != nil {

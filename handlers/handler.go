@@ -15,6 +15,7 @@ import (
 	"flightdeck/internal/ratelimit"
 	"flightdeck/internal/sso"
 	"flightdeck/store"
+	"flightdeck/workflow/action/local"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/webhook"
 )
@@ -33,33 +34,39 @@ type Deps struct {
 	// SSO is the OpenID Connect provider when FLIGHTDECK_OIDC_ISSUER is set
 	// (its discovery read at start); nil: password and link logins only.
 	SSO *sso.Client
+	// LocalStats records the local proxy's requests for the analysis
+	// action's proxy provider; default: local.DefaultProxyStats.
+	LocalStats *local.ProxyStats
 }
 
 // Handler carries the dependencies of every handler.
 type Handler struct {
-	cfg       config.Config
-	store     *store.Store
-	logger    *slog.Logger
-	metrics   *httpMetrics
-	reg       *metrics.Registry
-	apiRate   *ratelimit.Limiter // per user: the API and every form
-	wsRate    *ratelimit.Limiter
-	pipelines *pipeline.Catalog
-	hub       *notify.Hub
-	teamFeed  *teamFeed
-	dashFeed  *dashboardFeed
-	runModels *runModels // run pages' models, for their sockets to resume from
+	cfg        config.Config
+	store      *store.Store
+	logger     *slog.Logger
+	metrics    *httpMetrics
+	reg        *metrics.Registry
+	apiRate    *ratelimit.Limiter // per user: the API and every form
+	wsRate     *ratelimit.Limiter
+	pipelines  *pipeline.Catalog
+	hub        *notify.Hub
+	localStats *local.ProxyStats
+	teamFeed   *teamFeed
+	dashFeed   *dashboardFeed
+	runModels  *runModels // run pages' models, for their sockets to resume from
 
 	webhookGuard *webhook.Guard
 	crossOrigin  *http.CrossOriginProtection
 	// Failed password logins, per account and per client address.
 	loginAccount *ratelimit.Limiter
 	loginAddress *ratelimit.Limiter
-	// Unknown bearer tokens per client address (the API's rate): guessing
-	// is refused without a lookup once an address has spent it.
-	badTokens *ratelimit.Limiter
-	sockets   socketAuth
-	sso       *sso.Client
+	// Failed bearer tokens per client address and per token hash (the
+	// API's rate each): only failures spend them, so a valid token always
+	// gets through; a token that keeps failing is refused without a lookup.
+	badTokens      *ratelimit.Limiter
+	badTokenHashes *ratelimit.Limiter
+	sockets        socketAuth
+	sso            *sso.Client
 }
 
 func newHandler(d Deps) *Handler {
@@ -82,18 +89,20 @@ func newHandler(d Deps) *Handler {
 		hub.Follow(d.Store.Wakeups())
 	}
 	h := &Handler{
-		pipelines: pipelines,
-		hub:       hub,
-		cfg:       d.Config,
-		sso:       d.SSO,
-		store:     d.Store,
-		logger:    logger,
-		metrics:   newHTTPMetrics(reg),
-		runModels: newRunModels(),
-		reg:       reg,
-		apiRate:   ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
-		wsRate:    ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
-		badTokens: ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
+		pipelines:      pipelines,
+		hub:            hub,
+		cfg:            d.Config,
+		sso:            d.SSO,
+		store:          d.Store,
+		logger:         logger,
+		metrics:        newHTTPMetrics(reg),
+		runModels:      newRunModels(),
+		localStats:     cmp.Or(d.LocalStats, local.DefaultProxyStats),
+		reg:            reg,
+		apiRate:        ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
+		wsRate:         ratelimit.New(cmp.Or(d.Config.WSRate, config.WSRateDefault)),
+		badTokens:      ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
+		badTokenHashes: ratelimit.New(cmp.Or(d.Config.APIRate, config.APIRateDefault)),
 	}
 	h.sockets.h = h
 	window := cmp.Or(d.Config.LoginFailureWindow, config.LoginFailureWindowDefault)

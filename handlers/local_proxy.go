@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,23 +49,76 @@ func (h *Handler) localProxy(routes *localRouteCache) echo.MiddlewareFunc {
 			if t.InstanceID == "" {
 				return c.String(http.StatusServiceUnavailable, fmt.Sprintf("no instance serves %s yet\n", host))
 			}
-			target := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", fmt.Sprint(t.Port))}
-			p := &httputil.ReverseProxy{
-				Rewrite: func(pr *httputil.ProxyRequest) {
-					pr.SetURL(target)
-					pr.Out.Host = pr.In.Host // the app sees the name it was asked by
-					pr.SetXForwarded()
-				},
-				Transport: localTransport,
-				ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-					h.logger.Warn("Local instance did not answer", "host", host, "instance_id", t.InstanceID, "error", err)
-					http.Error(w, fmt.Sprintf("the instance of %s did not answer", host), http.StatusBadGateway)
-				},
+			// The split is per request: the canary with probability weight/100.
+			var fallback *store.LocalTarget
+			if t.Canary != nil && t.Weight > 0 && (t.Weight >= 100 || rand.IntN(100) < t.Weight) {
+				stable := t
+				stable.Canary = nil
+				t, fallback = *t.Canary, &stable
 			}
-			p.ServeHTTP(c.Response(), r)
+			start := time.Now()
+			rec := &statusRecorder{ResponseWriter: c.Response().Writer, code: http.StatusOK}
+			c.Response().Writer = rec
+			served := h.proxyTo(rec, r, host, t, fallback, routes)
+			end := time.Now()
+			h.localStats.Record(served.InstanceID, end, end.Sub(start), rec.code)
+			h.metrics.localRequests.WithLabelValues(host, served.Version, codeClass(rec.code)).Inc()
+			h.metrics.localDuration.WithLabelValues(host, served.Version).Observe(end.Sub(start).Seconds())
 			return nil
 		}
 	}
+}
+
+// proxyTo sends r to instance t of host and returns the instance that
+// answered. A canary that cannot be reached (stopped by an undo another
+// process saw first: routes are cached for localRouteTTL) hands a request
+// without a body to the stable instance instead, and the route is read
+// afresh next time.
+func (h *Handler) proxyTo(w http.ResponseWriter, r *http.Request, host string, t store.LocalTarget, fallback *store.LocalTarget, routes *localRouteCache) store.LocalTarget {
+	target := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(t.Port))}
+	served := t
+	p := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host // the app sees the name it was asked by
+			pr.SetXForwarded()
+		},
+		Transport: localTransport,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			h.logger.Warn("Local instance did not answer", "host", host, "instance_id", t.InstanceID, "error", err)
+			if fallback != nil && (r.Body == nil || r.Body == http.NoBody) {
+				routes.forget(host)
+				served = h.proxyTo(w, r, host, *fallback, nil, routes)
+				return
+			}
+			http.Error(w, fmt.Sprintf("the instance of %s did not answer", host), http.StatusBadGateway)
+		},
+	}
+	p.ServeHTTP(w, r)
+	return served
+}
+
+// statusRecorder remembers the status the proxy wrote, for the metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushes).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// codeClass is a status as its class (2xx …), the metric's code label: a
+// bounded set whatever the apps answer.
+func codeClass(code int) string {
+	if code < 100 || code > 599 {
+		return "5xx"
+	}
+	return strconv.Itoa(code/100) + "xx"
 }
 
 var localTransport = &http.Transport{
@@ -95,6 +150,13 @@ type localRouteEntry struct {
 
 func newLocalRouteCache() *localRouteCache {
 	return &localRouteCache{entries: map[string]localRouteEntry{}}
+}
+
+// forget drops what the cache knows of host: the next request reads it.
+func (rc *localRouteCache) forget(host string) {
+	rc.mu.Lock()
+	delete(rc.entries, host)
+	rc.mu.Unlock()
 }
 
 func (rc *localRouteCache) get(ctx context.Context, st *store.Store, host string) (store.LocalTarget, bool, error) {

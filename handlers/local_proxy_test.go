@@ -57,7 +57,7 @@ func TestLocalProxy(t *testing.T) {
 	inst, err := b.store.LocalInstanceBegin(ctx, store.LocalInstanceBeginParams{Team: "acme", Host: "shop.staging", Version: "1.0.0", Node: "n", Key: "k2"})
 	require.NoError(t, err)
 	require.NoError(t, b.store.LocalInstanceSetProcess(ctx, inst.ID, 1, port, "starting"))
-	_, _, err = b.store.LocalInstanceActivate(ctx, inst.ID, store.LocalEffect{Key: "k3", Action: "test"})
+	_, _, err = b.store.LocalInstanceActivate(ctx, inst.ID, 100, store.LocalEffect{Key: "k3", Action: "test"})
 	require.NoError(t, err)
 
 	for _, host := range []string{"shop.staging.localhost", "shop.staging.localhost:" + ps, "SHOP.staging.localhost.", "shop.staging", "shop.staging:8080"} {

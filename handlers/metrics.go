@@ -15,6 +15,10 @@ type httpMetrics struct {
 	// runEvents counts the events run pages and their sockets read to fold:
 	// a socket that resumes from its page's model reads only the new ones.
 	runEvents *metrics.Counter
+	// local proxy (contract §11): what a Prometheus scraping flightdeck
+	// answers a canary analysis's queries from.
+	localRequests *metrics.CounterVec
+	localDuration *metrics.HistogramVec
 }
 
 // newHTTPMetrics registers the web layer's metrics, or takes the ones
@@ -29,6 +33,10 @@ func newHTTPMetrics(reg *metrics.Registry) *httpMetrics {
 			"WebSockets closed because the client stopped reading.")),
 		runEvents: metrics.Registered(reg, metrics.NewCounter("flightdeck_run_page_events_read_total",
 			"Task events the run page and its socket read from the database to show.")),
+		localRequests: metrics.Registered(reg, metrics.NewCounterVec("flightdeck_local_proxy_requests_total",
+			"Requests the local proxy sent to an instance, by route host, instance version and status class.", []string{"host", "version", "code"})),
+		localDuration: metrics.Registered(reg, metrics.NewHistogramVec("flightdeck_local_proxy_request_duration_seconds",
+			"Latency of requests through the local proxy, by route host and instance version.", metrics.DefBuckets, []string{"host", "version"})),
 	}
 }
 

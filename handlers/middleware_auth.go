@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/labstack/echo/v4"
@@ -59,24 +61,26 @@ func (h *Handler) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		defer cancel()
 		if authz := c.Request().Header.Get("Authorization"); authz != "" {
 			addr := clientAddress(c)
-			if ok, wait := h.badTokens.Peek(addr); !ok {
-				return &APIError{Status: http.StatusTooManyRequests, Code: "rate_limited",
-					Message: "too many invalid tokens from this address; slow down", RetryAfter: max(1, int(wait.Seconds()+0.999))}
-			}
 			scheme, token, ok := strings.Cut(authz, " ")
 			if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-				h.badTokens.Allow(addr)
-				return errUnauthenticated
+				return h.badToken(addr, "")
 			}
 			cr := credential{hash: auth.HashSecret(strings.TrimSpace(token))}
+			key := hex.EncodeToString(cr.hash)
+			// A token that just failed is refused again without a lookup.
+			if ok, wait := h.badTokenHashes.Peek(key); !ok {
+				return tooManyBadTokens(wait)
+			}
 			u, err := h.credentialUser(ctx, cr)
 			if errors.Is(err, store.ErrNotFound) {
-				h.badTokens.Allow(addr)
-				return errUnauthenticated
+				return h.badToken(addr, key)
 			}
 			if err != nil {
 				return err
 			}
+			// A valid token always gets through: the address's budget
+			// counts failures only, so a guesser behind the same proxy
+			// locks out nobody else.
 			c.Set(ctxUser, u)
 			c.Set(ctxCredential, cr)
 			return next(c)
@@ -97,6 +101,24 @@ func (h *Handler) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// badToken spends a failure of the client address (and of the token's
+// hash, when there is one): 401 while the address has budget left, then
+// 429 until it refills.
+func (h *Handler) badToken(addr, hash string) error {
+	if hash != "" {
+		h.badTokenHashes.Allow(hash)
+	}
+	if ok, wait := h.badTokens.Allow(addr); !ok {
+		return tooManyBadTokens(wait)
+	}
+	return errUnauthenticated
+}
+
+func tooManyBadTokens(wait time.Duration) error {
+	return &APIError{Status: http.StatusTooManyRequests, Code: "rate_limited",
+		Message: "too many invalid tokens; slow down", RetryAfter: max(1, int(wait.Seconds()+0.999))}
 }
 
 // requireAPIUser answers 401 JSON without a caller.

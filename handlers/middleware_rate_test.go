@@ -47,3 +47,24 @@ func TestFormsAndBadTokensAreRateLimited(t *testing.T) {
 	require.Equal(t, "rate_limited", code)
 	require.NotEmpty(t, r.header.Get("Retry-After"))
 }
+
+// Bad bearer tokens from one address do not lock out good ones from it
+// (behind a proxy every client shares the address): a valid token always
+// gets through, and only failures spend the address's budget. Before, the
+// address was checked first, so a guesser locked out every script.
+func TestBadTokensDoNotLockOutGoodOnes(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, func(c *configT) { c.APIRate = 1 }) // bursts of 2
+	for _, guess := range []string{"fd_guess-1", "fd_guess-2"} {
+		r := b.api(t, http.MethodGet, "/api/v1/me", guess, "", nil)
+		require.Equal(t, http.StatusUnauthorized, r.status, r.raw)
+	}
+	r := b.api(t, http.MethodGet, "/api/v1/me", "fd_guess-3", "", nil)
+	require.Equal(t, http.StatusTooManyRequests, r.status, "the address spent its failures: %s", r.raw)
+	r = b.api(t, http.MethodGet, "/api/v1/me", b.aliceToken, "", nil)
+	require.Equal(t, http.StatusOK, r.status, "a valid token from the same address: %s", r.raw)
+	r = b.api(t, http.MethodGet, "/api/v1/me", b.bobToken, "", nil)
+	require.Equal(t, http.StatusOK, r.status, "another valid token: %s", r.raw)
+	r = b.api(t, http.MethodGet, "/api/v1/me", "fd_guess-1", "", nil)
+	require.Equal(t, http.StatusTooManyRequests, r.status, "still limited: %s", r.raw)
+}

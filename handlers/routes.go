@@ -50,9 +50,10 @@ func New(d Deps) *echo.Echo {
 	// to the browser by its state cookie instead of a CSRF token.
 	pages.GET("/login/oidc", h.loginOIDC)
 	pages.GET("/login/oidc/callback", h.loginOIDCCallback)
-	pages.POST("/logout", h.logout)
+	pages.POST("/logout", h.logout, h.rateLimit)
 
-	// Every form a signed-in user posts spends the API's per-user rate.
+	// Every form a signed-in user posts spends the API's per-user rate
+	// (routes_rate_test.go walks this table and fails on one that does not).
 	app := pages.Group("", h.requirePageUser)
 	app.GET("/tasks", h.taskList)
 	app.GET("/tasks/new", h.taskNew)
@@ -68,9 +69,10 @@ func New(d Deps) *echo.Echo {
 	app.GET("/dashboard", h.dashboardShow)
 	app.GET("/pipelines", h.pipelineList)
 	app.GET("/environments", h.environmentList)
-	app.POST("/environments/promote", h.environmentPromote)
-	app.POST("/freezes", h.freezeCreate)
-	app.POST("/freezes/:id/end", h.freezeEnd)
+	app.GET("/environments/canary", h.environmentCanary)
+	app.POST("/environments/promote", h.environmentPromote, h.rateLimit)
+	app.POST("/freezes", h.freezeCreate, h.rateLimit)
+	app.POST("/freezes/:id/end", h.freezeEnd, h.rateLimit)
 	app.GET("/audit", h.auditList)
 	app.GET("/account", h.accountShow)
 	app.POST("/account", h.accountSave, h.rateLimit)

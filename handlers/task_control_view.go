@@ -21,6 +21,11 @@ func controlView(t *task.Task, u *auth.User, role task.Role, m *runModel) *pages
 	if t.State.Terminal() || !mayPause && !task.May(role, task.ActResume) {
 		return nil
 	}
+	if t.CancelRequested {
+		// The cancel wins over a pause, a resume or a decision (issue 34):
+		// show where the task is going, not the state it rests in.
+		return &pages.ControlView{CancelRequested: true}
+	}
 	c := &pages.ControlView{PauseRequested: t.PauseRequested, Paused: t.State == task.StatePaused}
 	// the store's rule: the button shows what the write would accept
 	effect, _ := task.PauseOf(t.State, t.Kind, t.PauseRequested)

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -80,9 +79,6 @@ func (h *Handler) taskCreate(c echo.Context) error {
 	}
 	in := store.TaskInsertParams{TeamID: team.TeamID, CreatedByID: u.ID, Priority: prio, MaxAttempts: task.MaxAttemptsDefault, MaxPending: h.cfg.MaxPending,
 		Traceparent: tracing.Traceparent(c.Request().Context())}
-	if err := saga.NewDeploy(&in, p, validated, team.Team); err != nil {
-		return rerender(http.StatusUnprocessableEntity, err.Error())
-	}
 	o := saga.Protection{Override: strings.TrimSpace(c.FormValue("override_reason"))}
 	if v := c.FormValue("run_at"); v != "" {
 		at, err := time.ParseInLocation("2006-01-02T15:04", v, time.UTC)
@@ -91,19 +87,16 @@ func (h *Handler) taskCreate(c echo.Context) error {
 		}
 		o.RunAt = &at
 	}
-	if err := h.protect(c.Request().Context(), u, team.TeamID, &in, p, validated, o); err != nil {
+	t, _, err := h.submit(c.Request().Context(), u, saga.Submission{Insert: in, Pipeline: p, Params: validated, Team: team.Team, Protection: o})
+	if err != nil {
 		ae := toAPIError(err)
 		if ae.Status >= 500 {
 			return err
 		}
+		if ae.Code == "queue_full" {
+			return rerender(http.StatusTooManyRequests, "Your team's queue is full; try again in a moment.")
+		}
 		return rerender(ae.Status, ae.Message)
-	}
-	t, _, err := h.store.TaskInsert(c.Request().Context(), in)
-	if errors.Is(err, store.ErrQueueFull) {
-		return rerender(http.StatusTooManyRequests, "Your team's queue is full; try again in a moment.")
-	}
-	if err != nil {
-		return err
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/tasks/%s", t.ID))
 }

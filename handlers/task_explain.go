@@ -9,6 +9,7 @@ import (
 
 	"flightdeck/internal/tracing"
 	"flightdeck/store"
+	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
 
@@ -76,12 +77,10 @@ func (h *Handler) explainFailure(c echo.Context, id string) (*task.Task, error) 
 	}
 	req := taskCreateRequest{Kind: string(task.KindAgent), Prompt: prompt}
 	p := store.TaskInsertParams{TeamID: t.TeamID, CreatedByID: u.ID, MaxPending: h.cfg.MaxPending, Traceparent: tracing.Traceparent(ctx)}
-	if err := h.validateTaskCreate(ctx, u, &req, t.Team, &p); err != nil {
+	sub := saga.Submission{Insert: p}
+	if err := h.validateTaskCreate(ctx, &req, t.Team, &sub); err != nil {
 		return nil, err
 	}
-	nt, _, err := h.store.TaskInsert(ctx, p)
-	if err != nil {
-		return nil, insertError(err)
-	}
-	return nt, nil
+	nt, _, err := h.submit(ctx, u, sub)
+	return nt, err
 }

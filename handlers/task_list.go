@@ -32,7 +32,11 @@ func (h *Handler) taskList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p.Tasks, p.Next = taskRows(h.pipelines, tasks), next
+	skipped, err := skippedSteps(ctx, h.store, tasks)
+	if err != nil {
+		return err
+	}
+	p.Tasks, p.Next = taskRows(h.pipelines, tasks, skipped), next
 	return h.render(c, http.StatusOK, "Tasks", "tasks", pages.TaskList(p))
 }
 

@@ -39,24 +39,24 @@ func (h *Handler) rerun(ctx context.Context, u *auth.User, id, idemKey string) (
 	if src.DeadlineAt != nil {
 		p.DeadlineSeconds = max(1, int(src.DeadlineAt.Sub(src.CreatedAt)/time.Second))
 	}
+	sub := saga.Submission{Insert: p}
 	switch src.Kind {
 	case task.KindDeploy:
-		err = h.rerunDeploy(ctx, u, src, &p)
+		err = h.rerunDeploy(ctx, src, &sub)
 	case task.KindAgent:
-		err = h.rerunAgent(src, &p)
+		err = h.rerunAgent(src, &sub.Insert)
 	default:
 		err = errInvalid("kind", "task %s is of kind %q, which cannot be re-run", src.ID, src.Kind)
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	t, created, err = h.store.TaskInsert(ctx, p)
-	return t, created, insertError(err)
+	return h.submit(ctx, u, sub)
 }
 
 // rerunDeploy validates the deploy's params, secrets put back, against
 // the pipeline as it is now.
-func (h *Handler) rerunDeploy(ctx context.Context, u *auth.User, src *task.Task, p *store.TaskInsertParams) error {
+func (h *Handler) rerunDeploy(ctx context.Context, src *task.Task, sub *saga.Submission) error {
 	pl, ok := h.pipelines.Get(src.Pipeline)
 	if !ok {
 		return errInvalid("pipeline", "pipeline %q no longer exists, so task %s cannot be re-run", src.Pipeline, src.ID)
@@ -77,10 +77,8 @@ func (h *Handler) rerunDeploy(ctx context.Context, u *auth.User, src *task.Task,
 	if ferr != nil {
 		return errInvalid(ferr.Field, "task %s's params no longer validate against pipeline %s: %s %s", src.ID, pl.Name, ferr.Field, ferr.Message)
 	}
-	if err := saga.NewDeploy(p, pl, validated, src.Team); err != nil {
-		return errInvalid("params", "%v", err)
-	}
-	return h.protect(ctx, u, src.TeamID, p, pl, validated, saga.Protection{})
+	sub.Pipeline, sub.Params, sub.Team = pl, validated, src.Team
+	return nil
 }
 
 // rerunAgent checks the agent task's budgets against today's ceilings.
@@ -100,17 +98,4 @@ func (h *Handler) rerunAgent(src *task.Task, p *store.TaskInsertParams) error {
 		p.Params = params
 	}
 	return nil
-}
-
-// insertError maps TaskInsert's refusals to the contract's answers.
-func insertError(err error) error {
-	switch {
-	case errors.Is(err, store.ErrIdempotencyConflict):
-		return &APIError{Status: http.StatusConflict, Code: "idempotency_conflict",
-			Message: "this Idempotency-Key was used with a different request body"}
-	case errors.Is(err, store.ErrQueueFull):
-		return &APIError{Status: http.StatusTooManyRequests, Code: "queue_full", RetryAfter: 5,
-			Message: "the team's queue of pending tasks is full; retry later"}
-	}
-	return err
 }

@@ -21,7 +21,11 @@ func (h *Handler) taskResolve(c echo.Context) error {
 	if action != "retry" && action != "resolve" {
 		return errInvalid("action", "action must be retry or resolve")
 	}
-	_, err = h.store.TaskResolve(ctx, []string{t.TeamID}, t.ID, action, u.Email, c.FormValue("comment"))
+	comment, err := personText("comment", c.FormValue("comment"), 0)
+	if err != nil {
+		return err
+	}
+	_, err = h.store.TaskResolve(ctx, []string{t.TeamID}, t.ID, action, u.Email, comment)
 	if errors.Is(err, store.ErrConflict) {
 		return &APIError{Status: http.StatusConflict, Code: "conflict", Message: "The task does not need attention any more."}
 	}

@@ -1,12 +1,14 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"flightdeck/store"
 	"flightdeck/views/components"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/pipeline"
@@ -15,11 +17,13 @@ import (
 
 // taskRows and taskRow shape tasks for the list, its socket and the inbox
 // alike, so a live row looks like the one the page rendered.
-func taskRows(cat *pipeline.Catalog, tasks []*task.Task) []pages.TaskRow {
+// skipped counts each completed task's skipped steps (nil: none).
+func taskRows(cat *pipeline.Catalog, tasks []*task.Task, skipped map[string]int) []pages.TaskRow {
 	rows := make([]pages.TaskRow, len(tasks))
 	now := time.Now()
 	for i, t := range tasks {
 		rows[i] = taskRow(cat, t, now)
+		rows[i].Skipped = skipped[t.ID]
 	}
 	return rows
 }
@@ -29,6 +33,10 @@ func taskRow(cat *pipeline.Catalog, t *task.Task, now time.Time) pages.TaskRow {
 		ID: t.ID, Kind: string(t.Kind), Pipeline: t.Pipeline, State: string(t.State),
 		Priority: t.Priority.String(), CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
 		Ago: ago(now.Sub(t.CreatedAt)), StartedAt: t.StartedAt,
+		CancelRequested: t.CancelRequested && !t.State.Terminal(),
+	}
+	if t.Error != nil {
+		r.Error = *t.Error
 	}
 	if t.StartedAt != nil {
 		end := now
@@ -118,4 +126,20 @@ func excerpt(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
+}
+
+// skippedSteps counts the skipped steps of the completed ones of tasks,
+// for their rows' "completed with 1 step skipped"; no query when none
+// completed.
+func skippedSteps(ctx context.Context, st *store.Store, tasks []*task.Task) (map[string]int, error) {
+	var ids []string
+	for _, t := range tasks {
+		if t.State == task.StateCompleted {
+			ids = append(ids, t.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return st.TaskSkippedSteps(ctx, ids)
 }

@@ -74,7 +74,7 @@ func BenchmarkTaskRows(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = taskRows(cat, tasks)
+		_ = taskRows(cat, tasks, nil)
 	}
 }
 

@@ -213,6 +213,7 @@ func forwardView(r store.StepRow, ps pipeline.PlannedStep, st *stepTrack, waitin
 		retrying(&v, st.fwd.retry, now)
 	}
 	v.Open = v.Key == string(task.StepRunning) || v.Key == "retrying" || r.State == task.StepFailed
+	v.Analysis, v.Shift = analysisView(ps, st.fwd.lines), shiftShare(ps, st.fwd.lines)
 	return v
 }
 
@@ -370,7 +371,7 @@ func gantt(t *task.Task, stages []components.StageView, undo []components.StepVi
 		}
 		key := barKey(s)
 		seen[key] = true
-		r := components.GanttRow{Label: s.Name, Lane: s.Lane, Key: key, Start: s.StartedAt, End: s.FinishedAt,
+		r := components.GanttRow{Label: s.Name, Lane: s.Lane, Key: key, Start: s.StartedAt, End: s.FinishedAt, Note: s.Shift,
 			Title: fmt.Sprintf("%s: %s, %s", s.Name, s.Display, components.Duration(stop.Sub(*s.StartedAt)))}
 		if s.Lane == "comp" {
 			r.Title = "undo of " + r.Title

@@ -72,6 +72,7 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 	if t.Error != nil {
 		p.Task.Error = *t.Error
 	}
+	p.Task.CancelRequested = t.CancelRequested && !t.State.Terminal()
 	if t.RerunOf != nil {
 		p.Task.RerunOf = *t.RerunOf
 	}
@@ -114,6 +115,13 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 	steps, err := h.store.StepList(ctx, t.ID)
 	if err != nil {
 		return p, err
+	}
+	if t.State == task.StateCompleted {
+		for _, st := range steps {
+			if st.State == task.StepSkipped {
+				p.Task.Skipped++
+			}
+		}
 	}
 	aps, err := h.store.ApprovalList(ctx, u.TeamIDs(), t.ID)
 	if err != nil {

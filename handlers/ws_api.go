@@ -142,6 +142,15 @@ func (s *wsSession) handle(raw []byte) {
 	}
 	var err error
 	switch m.Type {
+	case "cancel", "pause", "resume", "approve", "reject", "set_priority", "answer", "message":
+		// A message about a task names it: without one it is malformed
+		// (invalid), not a task that does not exist (not_found).
+		if m.TaskID == "" {
+			s.fail(m.ID, errInvalid("task_id", "task_id is required for %s", m.Type))
+			return
+		}
+	}
+	switch m.Type {
 	case "subscribe":
 		err = s.subscribe(m)
 	case "unsubscribe":

@@ -53,12 +53,27 @@ func (h *Handler) originAllowed(r *http.Request) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	if strings.EqualFold(u.Host, r.Host) {
+	// The server's own origin is its scheme and host: a page on the same
+	// host over plain HTTP (which anyone on the path can forge) is not
+	// the HTTPS site. A TLS proxy in front says https in X-Forwarded-Proto.
+	if strings.EqualFold(u.Host, r.Host) && strings.EqualFold(u.Scheme, requestScheme(r)) {
 		return true
 	}
 	return slices.ContainsFunc(h.cfg.AllowedOrigins, func(a string) bool {
 		return strings.EqualFold(strings.TrimRight(a, "/"), strings.TrimRight(origin, "/"))
 	})
+}
+
+// requestScheme is the scheme the client used: https over TLS to this
+// server or to a proxy that says so, http otherwise.
+func requestScheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	if p, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ","); strings.EqualFold(strings.TrimSpace(p), "https") {
+		return "https"
+	}
+	return "http"
 }
 
 // wsOrigin refuses a socket from a foreign origin before anything else,

@@ -87,6 +87,7 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 		}
 	}
 	kept := -1
+	standing := "" // a flash that stands until the page shows its outcome
 	for {
 		p, err := h.loadTaskShow(conn.ctx, u, id, push.model)
 		p.CSRFToken = token
@@ -101,6 +102,14 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 			if len(f) > 0 && !conn.send(f) {
 				return nil
 			}
+			if standing != "" && flashOvertaken(standing, p) {
+				// The page itself now says it (the Paused card, the
+				// cancelled badge): the flash would only be stale.
+				standing = ""
+				if !h.pushFlash(conn, pages.TaskShowProps{}) {
+					return nil
+				}
+			}
 		}
 		select {
 		case <-conn.ctx.Done():
@@ -111,6 +120,10 @@ func (h *Handler) wsTaskHTML(c echo.Context) error {
 				return nil // credentials ended: the socket is closing
 			}
 			u = now
+			standing = ""
+			if !f.FlashError && (f.Flash == flashPause || f.Flash == flashCancel) {
+				standing = f.Flash
+			}
 			if !h.pushFlash(conn, f) {
 				return nil
 			}
@@ -146,10 +159,26 @@ func (h *Handler) htmlMessage(c echo.Context, conn *wsConn, id string, raw []byt
 		p.Flash, p.FlashError = toAPIError(err).Message, true
 		return p, now
 	}
-	p.Flash = map[string]string{"cancel": "Cancel requested.", "approve": "Approved.", "reject": "Rejected.", "set_priority": "Priority changed.",
+	p.Flash = map[string]string{"cancel": flashCancel, "approve": "Approved.", "reject": "Rejected.", "set_priority": "Priority changed.",
 		"answer": "Answer sent; the agent resumes.", "message": "Note sent; the agent reads it at its next step.",
-		"pause": "Pause requested.", "resume": resumeFlash[m.Action]}[m.Type]
+		"pause": flashPause, "resume": resumeFlash[m.Action]}[m.Type]
 	return p, now
+}
+
+// The flashes of requests that take effect later: each stands until the
+// page shows what it asked for (flashOvertaken).
+const (
+	flashPause  = "Pause requested."
+	flashCancel = "Cancel requested."
+)
+
+// flashOvertaken says whether the page now shows the outcome of the
+// standing flash: the task paused, or ended.
+func flashOvertaken(flash string, p pages.TaskShowProps) bool {
+	if p.Task.Terminal() {
+		return true
+	}
+	return flash == flashPause && p.Control != nil && p.Control.Paused
 }
 
 var resumeFlash = map[string]string{"": "Resumed.", "continue": "Resumed.", "retry": "Retrying the step.",

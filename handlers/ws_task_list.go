@@ -75,7 +75,11 @@ func (h *Handler) wsTaskList(c echo.Context) error {
 	// Loaded after subscribing, so no change falls between the two; the
 	// rows' seqs keep a live change sent meanwhile from being undone.
 	tasks, err := h.store.TaskGetMany(conn.ctx, teams, visible)
-	if err == nil && len(tasks) > 0 && !rows.send(conn, h.catchUp(tasks)...) {
+	var skipped map[string]int
+	if err == nil {
+		skipped, err = skippedSteps(conn.ctx, h.store, tasks)
+	}
+	if err == nil && len(tasks) > 0 && !rows.send(conn, h.catchUp(tasks, skipped)...) {
 		return nil
 	}
 	// The newest task that passes the filters: one newer than the page was
@@ -121,10 +125,10 @@ func listSince(q string) (time.Time, error) {
 
 // catchUp wraps loaded tasks as changes, to render their rows as the feed
 // does.
-func (h *Handler) catchUp(tasks []*task.Task) []*taskChange {
+func (h *Handler) catchUp(tasks []*task.Task, skipped map[string]int) []*taskChange {
 	out := make([]*taskChange, len(tasks))
 	for i, t := range tasks {
-		out[i] = &taskChange{task: t, pipelines: h.pipelines}
+		out[i] = &taskChange{task: t, pipelines: h.pipelines, skipped: skipped[t.ID]}
 	}
 	return out
 }

@@ -116,6 +116,7 @@ func (tp *taskPush) section(out *bytes.Buffer, id string, c templ.Component) {
 func (tp *taskPush) step(out *bytes.Buffer, s components.StepView) {
 	tp.section(out, s.ID()+"-head", components.StepHead(s))
 	tp.section(out, s.ID()+"-foot", components.StepFoot(s))
+	tp.section(out, s.ID()+"-chart", components.AnalysisChart(s))
 	i := len(s.Log)
 	for i > 0 && s.Log[i-1].Seq > tp.seq {
 		i--

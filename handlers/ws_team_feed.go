@@ -58,6 +58,7 @@ type taskChange struct {
 	task      *task.Task
 	frame     []byte            // {"type":"task","task":…}
 	pipelines *pipeline.Catalog // for the row
+	skipped   int               // a completed task's skipped steps, for its row's words
 
 	rowOnce sync.Once
 	row     []byte
@@ -66,7 +67,9 @@ type taskChange struct {
 func (c *taskChange) rowHTML() []byte {
 	c.rowOnce.Do(func() {
 		var buf bytes.Buffer
-		_ = pages.TaskListRow(taskRow(c.pipelines, c.task, time.Now())).Render(context.Background(), &buf)
+		r := taskRow(c.pipelines, c.task, time.Now())
+		r.Skipped = c.skipped
+		_ = pages.TaskListRow(r).Render(context.Background(), &buf)
 		c.row = buf.Bytes()
 	})
 	return c.row
@@ -180,7 +183,14 @@ func (f *teamFeed) run(ctx context.Context, changes *notify.Changes) {
 				break
 			}
 			batch = batch[n:]
-			if !f.fanOut(ctx, tasks, sent) {
+			// Only a batch with a completed task reads its skipped steps
+			// (its row says "completed with 1 step skipped"); a failed read
+			// shows plain "completed" rather than hold the change back.
+			skipped, err := skippedSteps(ctx, f.store, tasks)
+			if err != nil && ctx.Err() == nil {
+				f.logger.Warn("Team feed could not count skipped steps", "error", err)
+			}
+			if !f.fanOut(ctx, tasks, skipped, sent) {
 				return
 			}
 		}
@@ -193,7 +203,7 @@ func (f *teamFeed) run(ctx context.Context, changes *notify.Changes) {
 // fanOut hands each task with something new to its team's subscribers; it
 // reports false once the loop has been stopped (nobody may get anything
 // after their stop func returned).
-func (f *teamFeed) fanOut(ctx context.Context, tasks []*task.Task, sent map[string]int) bool {
+func (f *teamFeed) fanOut(ctx context.Context, tasks []*task.Task, skipped map[string]int, sent map[string]int) bool {
 	for _, t := range tasks {
 		if t.LastSeq <= sent[t.ID] {
 			continue
@@ -204,7 +214,7 @@ func (f *teamFeed) fanOut(ctx context.Context, tasks []*task.Task, sent map[stri
 			f.logger.Error("Team feed could not encode a task", "task_id", t.ID, "error", err)
 			continue
 		}
-		c := &taskChange{task: t, frame: frame, pipelines: f.pipelines}
+		c := &taskChange{task: t, frame: frame, pipelines: f.pipelines, skipped: skipped[t.ID]}
 		f.mu.Lock()
 		if ctx.Err() != nil {
 			f.mu.Unlock()

@@ -16,6 +16,10 @@ import (
 
 var databaseName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
+// ValidDatabaseName reports whether name is a database name the admin
+// commands accept (lower-case letters, digits and underscores).
+func ValidDatabaseName(name string) bool { return databaseName.MatchString(name) }
+
 // RecreateDatabase drops (if present) and creates database name on the
 // server of serverURL, and returns the new database's URL. For dev and e2e
 // runs that want a clean slate.

@@ -15,6 +15,11 @@ import (
 // ErrForbidden: the caller may not do this (self-approval, wrong role).
 var ErrForbidden = errors.New("forbidden")
 
+// ErrAlreadyApproved: this reviewer's approve is already among an
+// environment approval's decisions, which is still pending (a conflict:
+// another reviewer must decide).
+var ErrAlreadyApproved = fmt.Errorf("%w: you already approved this deploy; another reviewer must decide", ErrConflict)
+
 // Approval is a request for a person's decision on a step.
 type Approval struct {
 	ID          string             `json:"id"`
@@ -228,8 +233,10 @@ func (s *Store) ApprovalDecide(ctx context.Context, p ApprovalDecideParams) (*Ap
 			a.ID, decisionJSON(p, now)); err != nil {
 			return interpretError(err)
 		}
+		// The audit's decision is the verb a person chose, "approve" or
+		// "reject", as an environment approval's decisions say it.
 		if err := auditAddTx(ctx, tx, teamID, p.Actor, "approval.decided", p.TaskID, map[string]any{
-			"approval_id": a.ID, "kind": a.Kind, "step": a.Step, "decision": decision, "comment": p.Comment}); err != nil {
+			"approval_id": a.ID, "kind": a.Kind, "step": a.Step, "decision": decisionVerb(p.Approve), "comment": p.Comment}); err != nil {
 			return err
 		}
 		noteTx(tx, readyNote)
@@ -301,12 +308,17 @@ func (s *Store) ApprovalExpire(ctx context.Context) (int, error) {
 
 // decisionJSON is a decision as stored in approvals.decisions (a one-item array).
 func decisionJSON(p ApprovalDecideParams, at time.Time) []byte {
-	d := "approve"
-	if !p.Approve {
-		d = "reject"
-	}
-	b, _ := json.Marshal([]Decision{{By: p.Actor, Decision: d, Comment: p.Comment, At: at.UTC()}})
+	b, _ := json.Marshal([]Decision{{By: p.Actor, Decision: decisionVerb(p.Approve), Comment: p.Comment, At: at.UTC()}})
 	return b
+}
+
+// decisionVerb is a decision in the contract's words (§9 decisions):
+// approve or reject.
+func decisionVerb(approve bool) string {
+	if approve {
+		return "approve"
+	}
+	return "reject"
 }
 
 // decideReviewer records one reviewer's decision on an environment's
@@ -318,7 +330,7 @@ func decisionJSON(p ApprovalDecideParams, at time.Time) []byte {
 func decideReviewer(ctx context.Context, tx pgx.Tx, a *Approval, p ApprovalDecideParams, teamID string, runAfter *time.Time, now time.Time) (*Approval, error) {
 	for _, d := range a.Decisions {
 		if d.By == p.Actor {
-			return nil, fmt.Errorf("%w: you already decided this approval", ErrConflict)
+			return nil, ErrAlreadyApproved
 		}
 	}
 	approvals := 1

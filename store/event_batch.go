@@ -15,7 +15,10 @@ import (
 // 00017). Each event is the contract's event JSON without the parts the row
 // already says (task_id, seq, time), zero values left out:
 //
-//	{"type":…,"status":…,"message":…,"data":{…},"step":…,"total_step":…,"step_name":…,"tool":…}
+//	{"type":…,"status":…,"message":…,"data":{…},"step":…,"total_step":…,"step_name":…,"tool":…,"time":…}
+//
+// "time" is there only for an event made with its own time (a log line
+// stamped where it was read); the others' time is the batch's created_at.
 //
 // appendEvents is the one Go encoder and decodeEvents the one decoder; SQL
 // that writes an event itself (a claim, a rescue, a submit) builds the same
@@ -57,6 +60,14 @@ func appendEvents(b []byte, events []task.Event) []byte {
 		if e.Tool != "" {
 			b = append(b, `,"tool":`...)
 			b = appendJSONString(b, e.Tool)
+		}
+		if !e.Time.IsZero() {
+			// An event that says when it was made (a log line, stamped
+			// where it was read) keeps that time; others take the
+			// write's (the batch's created_at).
+			b = append(b, `,"time":"`...)
+			b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+			b = append(b, '"')
 		}
 		b = append(b, '}')
 	}
@@ -135,6 +146,7 @@ type storedEvent struct {
 	TotalStep int             `json:"total_step"`
 	StepName  string          `json:"step_name"`
 	Tool      string          `json:"tool"`
+	Time      *time.Time      `json:"time"`
 }
 
 // decodeEvents turns a stored array back into events with seqs first, first+1, ….
@@ -152,6 +164,9 @@ func decodeEvents(taskID string, first int, at time.Time, raw []byte) ([]task.Ev
 		out[i] = task.Event{TaskID: taskID, Seq: first + i, Type: task.EventType(se.Type), Status: task.Status(se.Status),
 			Step: se.Step, TotalStep: se.TotalStep, StepName: se.StepName, Tool: se.Tool, Message: se.Message,
 			Data: data, Time: at.UTC()}
+		if se.Time != nil {
+			out[i].Time = se.Time.UTC()
+		}
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,4 +49,25 @@ func TestStoredEventForm(t *testing.T) {
 		_, err := decodeEvents("t1", 1, at, []byte(bad))
 		require.Error(t, err, bad)
 	}
+}
+
+// TestStoredEventKeepsItsOwnTime: a log line stamped where it was read
+// keeps that time (lines 100 ms apart do not all read the flush's time);
+// an event without one takes the batch's.
+func TestStoredEventKeepsItsOwnTime(t *testing.T) {
+	at := time.Date(2026, 11, 23, 12, 0, 1, 0, time.UTC)
+	read := []time.Time{at.Add(-300 * time.Millisecond), at.Add(-200 * time.Millisecond), at.Add(-100 * time.Millisecond)}
+	var events []task.Event
+	for i, r := range read {
+		events = append(events, task.Event{Type: task.EventStepLog, Status: task.StatusLog, Step: 1, Message: fmt.Sprint("line ", i), Time: r})
+	}
+	events = append(events, task.Event{Type: task.EventStepCompleted, Status: task.StatusToolResult, Step: 1})
+	raw := encodeEvents(events)
+	require.Contains(t, string(raw), `"time":"2026-11-23T12:00:00.7Z"`)
+	got, err := decodeEvents("t1", 1, at, raw)
+	require.NoError(t, err)
+	for i, r := range read {
+		require.True(t, r.Equal(got[i].Time), "line %d read at %v, stored %v", i, r, got[i].Time)
+	}
+	require.Equal(t, at, got[3].Time)
 }

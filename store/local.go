@@ -139,23 +139,28 @@ func (s *Store) LocalRouteDelete(ctx context.Context, team, host string, eff Loc
 
 // LocalRoute is a row of local_routes.
 type LocalRoute struct {
-	Host       string
-	TeamID     string
-	InstanceID string // "" when no instance serves it
-	UpdatedAt  time.Time
+	Host         string
+	TeamID       string
+	InstanceID   string // "" when no instance serves it
+	CanaryID     string // "" when the route has no canary (contract §11)
+	CanaryWeight int    // the canary's share of requests, 0–100
+	UpdatedAt    time.Time
 }
 
 // LocalRouteGet returns the route for host, or ErrNotFound.
 func (s *Store) LocalRouteGet(ctx context.Context, host string) (*LocalRoute, error) {
 	var r LocalRoute
-	var inst *string
-	err := s.pool.QueryRow(ctx, `SELECT host, team_id, instance_id, updated_at FROM local_routes WHERE host = $1`, host).
-		Scan(&r.Host, &r.TeamID, &inst, &r.UpdatedAt)
+	var inst, canary *string
+	err := s.pool.QueryRow(ctx, `SELECT host, team_id, instance_id, canary_id, canary_weight, updated_at FROM local_routes WHERE host = $1`, host).
+		Scan(&r.Host, &r.TeamID, &inst, &canary, &r.CanaryWeight, &r.UpdatedAt)
 	if err != nil {
 		return nil, interpretError(err)
 	}
 	if inst != nil {
 		r.InstanceID = *inst
+	}
+	if canary != nil {
+		r.CanaryID = *canary
 	}
 	return &r, nil
 }
@@ -166,23 +171,38 @@ type LocalTarget struct {
 	Port       int
 	Node       string
 	Version    string
+	// Canary is the route's running canary, nil when it has none; it
+	// receives Weight percent of the requests (contract §11).
+	Canary *LocalTarget
+	Weight int
 }
 
-// LocalRouteTarget resolves host to its current running instance. No route
-// is ErrNotFound; a route without a running instance has InstanceID "".
+// LocalRouteTarget resolves host to its current running instance and its
+// running canary. No route is ErrNotFound; a route without a running
+// instance has InstanceID "" (its canary, if running, then serves all).
 func (s *Store) LocalRouteTarget(ctx context.Context, host string) (LocalTarget, error) {
 	var t LocalTarget
-	var id, node, version *string
-	var port *int32
+	var id, node, version, cid, cnode, cversion *string
+	var port, cport *int32
 	err := s.pool.QueryRow(ctx, `
-		SELECT i.id, i.port, i.node, i.version
-		FROM local_routes r LEFT JOIN local_instances i ON i.id = r.instance_id AND i.state = 'running'
-		WHERE r.host = $1`, host).Scan(&id, &port, &node, &version)
+		SELECT i.id, i.port, i.node, i.version, c.id, c.port, c.node, c.version, r.canary_weight
+		FROM local_routes r
+			LEFT JOIN local_instances i ON i.id = r.instance_id AND i.state = 'running'
+			LEFT JOIN local_instances c ON c.id = r.canary_id AND c.state = 'running'
+		WHERE r.host = $1`, host).Scan(&id, &port, &node, &version, &cid, &cport, &cnode, &cversion, &t.Weight)
 	if err != nil {
 		return t, interpretError(err)
 	}
 	if id != nil {
 		t.InstanceID, t.Port, t.Node, t.Version = *id, int(*port), *node, *version
+	}
+	if cid != nil {
+		t.Canary = &LocalTarget{InstanceID: *cid, Port: int(*cport), Node: *cnode, Version: *cversion}
+		if id == nil { // nothing else serves: the canary takes everything
+			t.InstanceID, t.Port, t.Node, t.Version, t.Canary, t.Weight = *cid, int(*cport), *cnode, *cversion, nil, 0
+		}
+	} else {
+		t.Weight = 0
 	}
 	return t, nil
 }

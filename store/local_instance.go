@@ -99,13 +99,23 @@ type LocalActivation struct {
 	Port       int    `json:"port"`
 	PID        int    `json:"pid"`
 	PreviousID string `json:"previous_id,omitempty"`
+	// Canary: the instance became the route's canary beside PreviousID (the
+	// current one) with Weight percent of the requests (contract §11).
+	Canary bool `json:"canary,omitempty"`
+	Weight int  `json:"weight"`
 }
 
-// LocalInstanceActivate makes a started instance its route's current one,
-// remembering the instance it replaces, and records the effect. It returns
-// the route's older instances still running on this node: standbys beyond
-// the one kept for an undo, for the caller to stop.
-func (s *Store) LocalInstanceActivate(ctx context.Context, id string, eff LocalEffect) (LocalActivation, []LocalInstance, error) {
+// LocalInstanceActivate puts a started instance on its route with weight
+// percent of the requests and records the effect. At 100, or on a route
+// that nothing serves yet, it becomes the current instance, remembering the
+// one it replaces (kept running for an undo). Below 100 it becomes the
+// route's canary beside the current instance. It returns the route's other
+// instances still running on this node that no undo needs, for the caller
+// to stop.
+func (s *Store) LocalInstanceActivate(ctx context.Context, id string, weight int, eff LocalEffect) (LocalActivation, []LocalInstance, error) {
+	if weight < 0 || weight > 100 {
+		return LocalActivation{}, nil, fmt.Errorf("%w: weight %d is not between 0 and 100", ErrInvalid, weight)
+	}
 	var act LocalActivation
 	var stale []LocalInstance
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
@@ -115,23 +125,42 @@ func (s *Store) LocalInstanceActivate(ctx context.Context, id string, eff LocalE
 		}
 		// Locking the route serialises two deploys of one host: each sees
 		// the other's result as its previous instance.
-		var prev *string
-		err = tx.QueryRow(ctx, `SELECT instance_id FROM local_routes WHERE host = $1 FOR UPDATE`, inst.Host).Scan(&prev)
+		var prev, canary *string
+		err = tx.QueryRow(ctx, `SELECT instance_id, canary_id FROM local_routes WHERE host = $1 FOR UPDATE`, inst.Host).Scan(&prev, &canary)
 		if err != nil {
 			return fmt.Errorf("route %s: %w", inst.Host, interpretError(err))
 		}
 		if prev != nil && *prev == id {
 			prev = nil
 		}
+		if canary != nil && *canary == id {
+			canary = nil
+		}
 		if _, err := tx.Exec(ctx, `UPDATE local_instances SET state = 'running', previous_id = $2, updated_at = now() WHERE id = $1`, id, prev); err != nil {
 			return interpretError(err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE local_routes SET instance_id = $2, updated_at = now() WHERE host = $1`, inst.Host, id); err != nil {
-			return interpretError(err)
-		}
-		act = LocalActivation{InstanceID: id, Host: inst.Host, Version: inst.Version, Port: inst.Port, PID: inst.PID}
+		act = LocalActivation{InstanceID: id, Host: inst.Host, Version: inst.Version, Port: inst.Port, PID: inst.PID, Weight: 100}
 		if prev != nil {
 			act.PreviousID = *prev
+		}
+		if weight < 100 && prev != nil {
+			act.Canary, act.Weight = true, weight
+			if _, err := tx.Exec(ctx, `UPDATE local_routes SET canary_id = $2, canary_weight = $3, updated_at = now() WHERE host = $1`, inst.Host, id, weight); err != nil {
+				return interpretError(err)
+			}
+			// Only a canary this one replaces is stale: the current
+			// instance serves the rest, its standby stays for its undo.
+			if canary != nil {
+				stale, err = byName[LocalInstance](tx.Query(ctx, `SELECT * FROM local_instances
+					WHERE id = $1 AND node = $2 AND state = 'running'`, *canary, inst.Node))
+				if err != nil {
+					return err
+				}
+			}
+			return localEffectRecord(ctx, tx, eff, act)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE local_routes SET instance_id = $2, canary_id = NULL, canary_weight = 0, updated_at = now() WHERE host = $1`, inst.Host, id); err != nil {
+			return interpretError(err)
 		}
 		stale, err = byName[LocalInstance](tx.Query(ctx, `SELECT * FROM local_instances
 			WHERE host = $1 AND node = $2 AND state = 'running' AND id <> $3 AND id IS DISTINCT FROM $4::uuid`, inst.Host, inst.Node, id, prev))

@@ -74,3 +74,31 @@ func (s *Store) TaskSteps(ctx context.Context, teamIDs []string, taskID string) 
 	}
 	return out, interpretError(rows.Err())
 }
+
+// TaskSkippedSteps counts the skipped steps of the given tasks that
+// completed (a person skipped a failed step, or a step's condition left
+// it out), for "completed with 1 step skipped"; tasks with none are not
+// in the map. The ids come from a team-scoped read already.
+func (s *Store) TaskSkippedSteps(ctx context.Context, ids []string) (map[string]int, error) {
+	out := map[string]int{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT s.task_id::text, count(*)::int FROM task_steps s JOIN tasks t ON t.id = s.task_id
+		WHERE s.task_id = ANY($1::uuid[]) AND s.state = 'skipped' AND t.state = 'completed'
+		GROUP BY s.task_id`, ids)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, interpretError(err)
+		}
+		out[id] = n
+	}
+	return out, interpretError(rows.Err())
+}

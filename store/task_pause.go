@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"flightdeck/internal/notify"
+	"flightdeck/internal/words"
 	"flightdeck/workflow/task"
 )
 
@@ -242,7 +243,7 @@ func (s *Store) TaskDecisionExpire(ctx context.Context) (int, error) {
 				return interpretError(err)
 			}
 			_ = json.Unmarshal(failedRaw, &failed)
-			reason := fmt.Sprintf("step %s failed: %s; no decision by %s, rolled back", failed.Name, failed.Error, expired.UTC().Format(time.RFC3339))
+			reason := fmt.Sprintf("step %s failed: %s; no decision by %s, rolled back", failed.Name, failed.Error, words.Stamp(expired))
 			data, _ := json.Marshal(map[string]any{"action": task.ResumeRollback, "by": "system", "reason": "decision timed out", "step": failed.Name})
 			stateData, _ := json.Marshal(map[string]any{"state": task.StateCompensating})
 			if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating, Error: &reason, Resumed: true}, []task.Event{

@@ -47,9 +47,34 @@ func eventsNote(taskID string, seq int) notify.Notes {
 var readyNote = notify.Notes{Ready: true}
 
 // ListenConn opens a connection of its own to the store's database, named
-// applicationName in pg_stat_activity, for notify.Listen.
-func (s *Store) ListenConn(ctx context.Context, applicationName string) (*pgx.Conn, error) {
+// applicationName in pg_stat_activity, for notify.Listen. pgx stays here:
+// package notify sees only its Conn interface.
+func (s *Store) ListenConn(ctx context.Context, applicationName string) (notify.Conn, error) {
 	cfg := s.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = applicationName
-	return pgx.ConnectConfig(ctx, cfg)
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return listenConn{c}, nil
 }
+
+// listenConn is a pgx connection as notify.Conn.
+type listenConn struct{ c *pgx.Conn }
+
+func (l listenConn) Listen(ctx context.Context, channel string) error {
+	_, err := l.c.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize())
+	return err
+}
+
+func (l listenConn) WaitForNotification(ctx context.Context) (notify.Notification, error) {
+	n, err := l.c.WaitForNotification(ctx)
+	if err != nil {
+		return notify.Notification{}, err
+	}
+	return notify.Notification{Channel: n.Channel, Payload: n.Payload}, nil
+}
+
+func (l listenConn) Ping(ctx context.Context) error  { return l.c.Ping(ctx) }
+func (l listenConn) IsClosed() bool                  { return l.c.PgConn().IsClosed() }
+func (l listenConn) Close(ctx context.Context) error { return l.c.Close(ctx) }

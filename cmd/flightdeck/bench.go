@@ -430,11 +430,7 @@ func benchSubmit(ctx context.Context, env *cliEnv, st *store.Store, teamID, user
 		for ; sent < due; sent++ {
 			wg.Go(func() {
 				in := store.TaskInsertParams{TeamID: teamID, CreatedByID: userID, Priority: task.PriorityNormal}
-				if err := saga.NewDeploy(&in, pl, params, "bench"); err != nil {
-					env.logger.Warn("Insert failed", "error", err)
-					return
-				}
-				t, _, err := st.TaskInsert(ctx, in)
+				t, _, err := saga.Submit(ctx, st, saga.Submission{Insert: in, Pipeline: pl, Params: params, Team: "bench"})
 				if err != nil {
 					env.logger.Warn("Insert failed", "error", err)
 					return

@@ -38,6 +38,21 @@ func embeddedURL(ctx context.Context, env *cliEnv, cfg config.Config, admin bool
 	return url, nil
 }
 
+// freshEmbeddedURL drops and creates database name on the embedded
+// cluster as its superuser, owned by the app role, and returns the app
+// role's URL to it.
+func freshEmbeddedURL(ctx context.Context, env *cliEnv, cfg config.Config, name string) (string, error) {
+	if !store.ValidDatabaseName(name) {
+		return "", fmt.Errorf("%w: invalid database name %q", errUsage, name)
+	}
+	url, err := pgcluster.Ensure(ctx, pgcluster.Options{Dir: cfg.DataDir, Logger: env.logger, DurabilityOff: cfg.DBDurabilityOff,
+		CreateDB: cfg.DBDurabilityOff, Database: name, Fresh: true})
+	if err != nil {
+		return "", fmt.Errorf("error making database %s on the embedded PostgreSQL: %w", name, err)
+	}
+	return url, nil
+}
+
 // openStore connects to the configured database.
 func openStore(ctx context.Context, env *cliEnv, cfg config.Config, maxConns int32) (*store.Store, error) {
 	url, err := databaseURL(ctx, env, cfg)
@@ -99,14 +114,19 @@ func runDB(ctx context.Context, env *cliEnv, args []string) error {
 		if err := parseFlags(fs, args[1:]); err != nil {
 			return err
 		}
-		url, err := databaseURL(ctx, env, cfg)
+		var url string
+		switch {
+		case *fresh == "":
+			url, err = databaseURL(ctx, env, cfg)
+		case cfg.DatabaseURL != "":
+			url, err = store.RecreateDatabase(ctx, cfg.DatabaseURL, *fresh)
+		default:
+			// The embedded cluster's app role has no CREATEDB (least
+			// privilege): its superuser makes the database and hands it on.
+			url, err = freshEmbeddedURL(ctx, env, cfg, *fresh)
+		}
 		if err != nil {
 			return err
-		}
-		if *fresh != "" {
-			if url, err = store.RecreateDatabase(ctx, url, *fresh); err != nil {
-				return err
-			}
 		}
 		fmt.Fprintln(env.stdout, url)
 		return nil

@@ -45,4 +45,31 @@ func TestDBURL(t *testing.T) {
 		_ = c.Close(t.Context())
 	}
 	require.Error(t, err, "no password, no way in")
+
+	// `db url --fresh NAME` on this default (durable, least-privilege)
+	// cluster: the app role may not create databases, so the database is
+	// made by the cluster's superuser and handed to the app role. Before:
+	// "permission denied to create database".
+	fresh := func() string {
+		var out, errOut bytes.Buffer
+		require.NoError(t, run(t.Context(), []string{"db", "url", "--fresh", "scratch_one"}, getenv, &out, &errOut), errOut.String())
+		return strings.TrimSpace(out.String())
+	}
+	freshURL := fresh()
+	c, err = pgx.Connect(t.Context(), freshURL)
+	require.NoError(t, err)
+	var who, owner string
+	require.NoError(t, c.QueryRow(t.Context(), `SELECT current_user, pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()`).Scan(&who, &owner))
+	require.Equal(t, "flightdeck", who, "the app role's URL")
+	require.Equal(t, "flightdeck", owner, "the app role owns it")
+	_, err = c.Exec(t.Context(), `CREATE TABLE leftover (x int)`)
+	require.NoError(t, err)
+	require.NoError(t, c.Close(t.Context()))
+	require.Equal(t, freshURL, fresh(), "again: same URL")
+	c, err = pgx.Connect(t.Context(), freshURL)
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	var tables int
+	require.NoError(t, c.QueryRow(t.Context(), `SELECT count(*) FROM pg_tables WHERE tablename = 'leftover'`).Scan(&tables))
+	require.Zero(t, tables, "fresh: dropped and made again")
 }

@@ -6,10 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"flightdeck/internal/breaker"
 	"flightdeck/internal/config"
 	"flightdeck/store"
-	"flightdeck/workflow/action"
 	"flightdeck/workflow/action/local"
 	"flightdeck/workflow/agent"
 	"flightdeck/workflow/artifact"
@@ -24,15 +22,7 @@ import (
 // over the registered actions (local.* when lp is not nil); agent tasks
 // (when an LLM is configured) run the agent loop.
 func taskHandlers(cfg config.Config, st *store.Store, catalog *pipeline.Catalog, logger *slog.Logger, lp *local.Provider) map[task.Kind]queue.Handler {
-	actions := action.Registry{
-		"noop": action.Noop,
-		"exec": action.Exec{},
-		"http": action.HTTP{Breakers: action.NewBreakers(breaker.Config{Failures: cfg.HTTPBreakerThreshold,
-			OpenFor: cfg.HTTPBreakerCooldown, Successes: cfg.HTTPBreakerSuccesses})},
-	}
-	if lp != nil {
-		lp.Register(actions)
-	}
+	actions := serverActions(cfg, st, lp)
 	runner := saga.NewRunner(saga.Config{Catalog: catalog, Actions: actions, Logger: logger,
 		Artifacts: artifactSink{artifact.New(st, cfg.ArtifactMaxBytes)}, Secrets: cfg.SecretValues,
 		Freezes: func(ctx context.Context, teamID, env string, at time.Time) ([]environment.Span, error) {
@@ -82,6 +72,11 @@ func loadCatalog(cfg config.Config) (*pipeline.Catalog, error) {
 	catalog, err := pipeline.NewCatalog(all...)
 	if err != nil {
 		return nil, err
+	}
+	// A step naming an action this server lacks, or a with its action
+	// cannot take, fails here rather than mid-deploy (contract §6).
+	if err := catalog.CheckActions(actionSchemas()); err != nil {
+		return nil, fmt.Errorf("FLIGHTDECK_PIPELINES: %w", err)
 	}
 	rules, err := pipeline.LoadEnvironments(cfg.PipelinesDir)
 	if err != nil {

@@ -35,9 +35,12 @@ import (
 )
 
 // TestMain lets the test binary serve as "flightdeck demoapp", which the
-// local provider starts from its own executable.
+// local provider starts from its own executable, and as the whole CLI for
+// the README's examples (FLIGHTDECK_AS_CLI=1, see readme_test.go).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "demoapp" {
+	// ... and as "flightdeck serve", which the canary tests run as real
+	// processes (TestCanaryServeProcesses).
+	if len(os.Args) > 1 && (os.Args[1] == "demoapp" || os.Args[1] == "serve" || os.Getenv("FLIGHTDECK_AS_CLI") == "1") {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 		stop()

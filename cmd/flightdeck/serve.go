@@ -19,6 +19,7 @@ import (
 	"flightdeck/internal/metrics"
 	"flightdeck/internal/sso"
 	"flightdeck/store"
+	"flightdeck/workflow/action/local"
 	"flightdeck/workflow/mail"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
@@ -112,10 +113,11 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
 	var pool *queue.Pool
+	var lp *local.Provider
 	if cfg.Role != "web" {
 		// Local instances run on worker nodes: adopt or restart this node's
 		// before claiming tasks, then keep their monitors probing.
-		lp, err := localProvider(cfg, st, env.logger)
+		lp, err = localProvider(cfg, st, env.logger)
 		if err != nil {
 			return err
 		}
@@ -165,6 +167,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	// long-lived streams (SSE, WebSocket) end instead of holding Shutdown.
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
+	if lp != nil { // the analysis action's load goes through this listener
+		lp.SetProxyURL(loopbackURL(ln.Addr()))
+	}
 	srv := newHTTPServer(cfg, e, reqCtx)
 	srv.RegisterOnShutdown(cancelRequests)
 	errc := make(chan error, 1)
@@ -301,4 +306,17 @@ func newHTTPServer(cfg config.Config, h http.Handler, base context.Context) *htt
 	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ReadTimeout: cmp.Or(cfg.ReadTimeout, config.ReadTimeoutDefault),
 		BaseContext: func(net.Listener) context.Context { return base }}
+}
+
+// loopbackURL is the http:// URL of a listener bound to addr, through
+// 127.0.0.1 when it listens on every address.
+func loopbackURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

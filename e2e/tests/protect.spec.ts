@@ -137,7 +137,7 @@ test('the submit form says the rules, schedules a deploy and takes an admin over
   test.setTimeout(120_000);
   const dev = await signIn(browser, 'dev@demo.local', { width: 1400, height: 900 });
   await dev.goto('/tasks/new?pipeline=guarded-service');
-  await expect(dev.getByTestId('form-rules')).toContainText('e2e-prod: 2 reviewer(s) (approver or admin) approve first');
+  await expect(dev.getByTestId('form-rules')).toContainText('e2e-prod: 2 reviewers (approver or admin) approve first');
   await expect(dev.getByTestId('field-override')).toHaveCount(0);
   await dev.screenshot({ path: '/tmp/protect-form-1400.png', fullPage: true });
 
@@ -156,7 +156,7 @@ test('the submit form says the rules, schedules a deploy and takes an admin over
 
   // A bad version for e2e-prod is refused on the form.
   await deploy(dev, app, 'latest', 'e2e-prod');
-  await expect(dev.getByTestId('form-error')).toContainText('e2e-prod takes versions matching');
+  await expect(dev.getByTestId('form-error')).toContainText('e2e-prod takes a version like 1.2.3');
 
   // The admin sees the override field.
   const admin = await signIn(browser, 'admin@demo.local', { width: 390, height: 844 });

@@ -7,15 +7,26 @@ import (
 
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Connector opens a connection for LISTEN (the store: its database, its
 // credentials), outside any pool: it is held for as long as the process
 // lives and must not count against request connections.
 type Connector interface {
-	ListenConn(ctx context.Context, applicationName string) (*pgx.Conn, error)
+	ListenConn(ctx context.Context, applicationName string) (Conn, error)
+}
+
+// Conn is one LISTEN connection. The store implements it over its driver,
+// so this package stays free of database drivers (pgx lives in store).
+type Conn interface {
+	// Listen starts listening on channel (quoted by the implementation).
+	Listen(ctx context.Context, channel string) error
+	// WaitForNotification returns the next notification, or an error when
+	// ctx ends or the connection dies.
+	WaitForNotification(ctx context.Context) (Notification, error)
+	Ping(ctx context.Context) error
+	IsClosed() bool
+	Close(ctx context.Context) error
 }
 
 // Listener owns the process's LISTEN connection and hands each topic's
@@ -138,7 +149,7 @@ func listenOnce(ctx context.Context, db Connector, p ListenParams) error {
 	}
 	defer conn.Close(context.Background())
 	for _, ch := range p.Channels {
-		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+		if err := conn.Listen(ctx, ch); err != nil {
 			return fmt.Errorf("error listening on %s: %w", ch, err)
 		}
 	}
@@ -156,7 +167,7 @@ func listenOnce(ctx context.Context, db Connector, p ListenParams) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if waitCtx.Err() != nil && !conn.PgConn().IsClosed() {
+			if waitCtx.Err() != nil && !conn.IsClosed() {
 				pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				err := conn.Ping(pingCtx)
 				cancel()
@@ -167,6 +178,6 @@ func listenOnce(ctx context.Context, db Connector, p ListenParams) error {
 			}
 			return err
 		}
-		p.Handle(Notification{Channel: n.Channel, Payload: n.Payload})
+		p.Handle(n)
 	}
 }

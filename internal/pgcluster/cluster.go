@@ -53,6 +53,11 @@ type Options struct {
 	// the app role's: for operator tools that make and drop databases of
 	// their own (the benchmarks), never for serve or migrate.
 	Admin bool
+	// Fresh drops Database first (closing its connections), so the caller
+	// gets it new and empty, made by the superuser and owned by the app
+	// role: `flightdeck db url --fresh NAME`, which the app role could not
+	// do itself without CREATEDB.
+	Fresh bool
 }
 
 // AppRole is the role flightdeck's server, workers and migrations connect
@@ -464,6 +469,11 @@ func ensureApp(ctx context.Context, server, name, appPassword string, opts Optio
 		return "", fmt.Errorf("error revoking the app role's memberships: %w", err)
 	}
 	db := pgx.Identifier{name}.Sanitize()
+	if opts.Fresh {
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
+			return "", fmt.Errorf("error dropping database %s: %w", name, err)
+		}
+	}
 	if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
 		return "", err
 	}

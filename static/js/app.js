@@ -365,6 +365,14 @@ function confirmDialog() {
   return d;
 }
 
+// current is el, or once a swap replaced it, the element now in the page
+// with the same data-testid (null when there is none any more).
+function current(el) {
+  if (el.isConnected) return el;
+  var key = el.getAttribute("data-testid");
+  return key ? document.querySelector('[data-testid="' + key + '"]') : null;
+}
+
 document.addEventListener("submit", function (evt) {
   var form = evt.target;
   var btn = evt.submitter;
@@ -386,8 +394,13 @@ document.addEventListener("submit", function (evt) {
   d.onclose = null;
   d.addEventListener("close", function () {
     if (d.returnValue !== "ok") return;
-    confirmed = src;
-    if (btn) btn.click(); else form.requestSubmit();
+    // The page's socket may have redrawn the section while the dialog was
+    // open (a retry's push redraws the run's header): a detached button
+    // sends nothing, so act on the same button as the page has it now.
+    var target = current(btn || form);
+    if (!target) return;
+    confirmed = target.hasAttribute("data-confirm") ? target : src;
+    if (target.tagName === "FORM") target.requestSubmit(); else target.click();
   }, { once: true });
   d.showModal();
   d.querySelector('[value="cancel"]').focus();

@@ -36,6 +36,10 @@ type StepView struct {
 	Earlier               int // lines before Log, only in the artifact
 	ArtifactID            string
 	Open                  bool // shown expanded at first
+	// Analysis is an analysis step's measurements so far (nil for other
+	// steps); Shift a traffic shift's share ("20 %"), contract §11.
+	Analysis *AnalysisView
+	Shift    string
 }
 
 // ID is the element id of the step's item; its parts add -head, -log, -foot.
@@ -94,6 +98,7 @@ type GanttView struct {
 // where that is, in percent of the span.
 type GanttRow struct {
 	Label, Lane, Key, Title string
+	Note                    string // a traffic shift's share, beside its label
 	Start, End              *time.Time
 	Left, Width             float64
 }

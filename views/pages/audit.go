@@ -10,6 +10,9 @@ type AuditRow struct {
 	Type   string
 	TaskID string // "" for none
 	Detail string // the detail as JSON text
+	// Sentence is the entry in words (words.Audit); the detail stays
+	// behind a toggle for what it leaves out.
+	Sentence string
 }
 
 // AuditProps are the inputs of Audit.

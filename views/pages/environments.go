@@ -10,6 +10,7 @@ type EnvDeploy struct {
 	FinishedAt time.Time
 	Ago        string // FinishedAt relative to the render ("5 min ago")
 	Current    bool   // what the target runs now (no Redeploy)
+	Skipped    int    // steps skipped on the way: "completed with 1 step skipped"
 }
 
 // EnvTarget is one target of a pipeline: what runs there and what is on the way.
@@ -28,7 +29,12 @@ type EnvTarget struct {
 	// otherwise its button redeploys it.
 	Rollback bool
 	Health   *EnvHealth // nil: the target has no local host
-	AppURL   string     // where the deployed app answers; "" when nothing serves it
+	// Canary: the local host whose canary share the page shows (polled
+	// while a deploy runs), its version ("" for none) and share.
+	CanaryHost    string
+	CanaryVersion string
+	CanaryWeight  int
+	AppURL        string // where the deployed app answers; "" when nothing serves it
 	// Environment is the target's environment ("" for none); Frozen the
 	// freeze that holds it now (nil: none).
 	Environment string
@@ -74,6 +80,10 @@ type EnvFreeze struct {
 	Active      bool   // holds now
 	CanEnd      bool   // the viewer may end it now (an admin; API freezes only)
 	TeamID      string // an API freeze's team ("" for a recurring window, every team's)
+	// Recurring says a window of environments.yaml once ("nightly
+	// 22:00–06:00, every day"); From and Until are then its occurrence
+	// now or next. "" for a freeze made through the API.
+	Recurring string
 }
 
 // ChangeRow is one param of a diff between two deploys.

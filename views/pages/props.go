@@ -34,6 +34,11 @@ type TaskRow struct {
 	StartedAt                    *time.Time // nil: not started yet
 	Duration                     string     // finished - started, or so far ("" before the start)
 	Running                      bool       // not finished: the duration ticks in the browser
+	CancelRequested              bool       // a cancel is being carried out: "cancelling"
+	// Error and Skipped make the state's word (words.Outcome): "rejected",
+	// "completed with 1 step skipped".
+	Error   string
+	Skipped int
 }
 
 // TaskListProps are the inputs of TaskList.

@@ -10,11 +10,15 @@ import (
 // for a failed step under on_failure: ask, the decision it waits for.
 // Each Can* says what the viewer may do now.
 type ControlView struct {
-	CanPause       bool
-	PauseRequested bool // the task pauses when its current step ends
-	Paused         bool
-	CanResume      bool // a task a person paused
-	Failed         *FailedStepView
+	// CancelRequested: a cancel was accepted and is being carried out
+	// (the step stops, completed steps are undone): nothing else is
+	// offered, whatever state the task rests in meanwhile.
+	CancelRequested bool
+	CanPause        bool
+	PauseRequested  bool // the task pauses when its current step ends
+	Paused          bool
+	CanResume       bool // a task a person paused
+	Failed          *FailedStepView
 }
 
 // FailedStepView is the decision card of a failed step.

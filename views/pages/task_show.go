@@ -15,7 +15,11 @@ type TaskView struct {
 	Resolution                                                            string // an admin's resolution of a stuck task, a note rather than an error
 	CreatedAt                                                             time.Time
 	StartedAt, FinishedAt                                                 *time.Time
-	Progress                                                              task.Progress
+	// CancelRequested: a cancel was accepted and the task is on its way to
+	// cancelled (its badge says "cancelling").
+	CancelRequested bool
+	Progress        task.Progress
+	Skipped         int // a completed task's skipped steps
 	// Deploy says what the run deploys where; nil for agent tasks.
 	Deploy *DeployView
 }
@@ -148,6 +152,11 @@ func deployChange(d *DeployView) string {
 // cancelDetail says what a cancel changes.
 func cancelDetail(p TaskShowProps) string {
 	what := "It stops now; the steps it completed are undone, last first."
+	if p.Task.State == "running" {
+		// A step cut short has not completed: its undo runs only if the
+		// pipeline asks for it (contract: compensate_on_failure).
+		what += " The step running now is not undone unless it sets compensate_on_failure."
+	}
 	if c := deployChange(p.Task.Deploy); c != "" && p.Task.Deploy.FromTask != "" {
 		return fmt.Sprintf("%s will not happen: %s keeps %s %s. %s", c, targetText(p.Task.Deploy), p.Task.Deploy.VersionName, p.Task.Deploy.From, what)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"flightdeck/internal/breaker"
+	"flightdeck/internal/words"
 )
 
 // ErrCircuitOpen: calls to the host fail fast until the breaker half-opens.
@@ -20,7 +21,7 @@ type CircuitOpenError struct {
 }
 
 func (e *CircuitOpenError) Error() string {
-	return fmt.Sprintf("circuit_open: %s failed repeatedly; next probe after %s", e.Host, e.Until.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("circuit_open: %s failed repeatedly; next probe after %s", e.Host, words.Stamp(e.Until))
 }
 
 // Unwrap gives ErrCircuitOpen and the breaker's refusal, which says when

@@ -19,6 +19,9 @@ import (
 	"flightdeck/internal/tracing"
 )
 
+// ExecInputs are the with fields the action takes (the loader refuses others).
+var ExecInputs = []string{"command", "env", "dir"}
+
 // Exec runs a command: argv only, never through a shell, in its own process
 // group so a timeout or cancel kills everything it started.
 type Exec struct {

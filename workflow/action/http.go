@@ -16,7 +16,11 @@ import (
 	"flightdeck/internal/backoff"
 	"flightdeck/internal/breaker"
 	"flightdeck/internal/tracing"
+	"flightdeck/internal/words"
 )
+
+// HTTPInputs are the with fields the action takes (the loader refuses others).
+var HTTPInputs = []string{"method", "url", "headers", "body", "expect_status"}
 
 // HTTP sends a request with the step's idempotency key, retrying 5xx, 429
 // and network errors with backoff, behind a circuit breaker per host.
@@ -78,7 +82,7 @@ func (h HTTP) Run(ctx context.Context, in Input) (json.RawMessage, error) {
 	for try := 0; try <= retries; try++ {
 		if try > 0 {
 			wait := backoff.Exponential(base, 0, try)
-			in.Log(fmt.Sprintf("retrying in %s: %v", wait.Round(time.Millisecond), lastErr))
+			in.Log(fmt.Sprintf("retrying in %s: %v", words.Duration(wait), lastErr))
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()

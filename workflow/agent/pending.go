@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"flightdeck/internal/tracing"
+	"flightdeck/internal/words"
 	"flightdeck/store"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
@@ -217,7 +218,7 @@ func (rn *run) finishCall(pc pendingCall, out string, callErr error, took time.D
 	}
 	events = append(events,
 		rn.event(task.EventAgentToolResult, status, pc.Name, msg, data),
-		rn.event(task.EventToolExecuted, status, pc.Name, fmt.Sprintf("%s finished (%s) in %s", pc.Name, outcome, took.Round(time.Millisecond)), data))
+		rn.event(task.EventToolExecuted, status, pc.Name, fmt.Sprintf("%s finished (%s) in %s", pc.Name, outcome, words.Duration(took)), data))
 	return rn.save(events...)
 }
 

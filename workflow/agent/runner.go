@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"flightdeck/internal/tracing"
+	"flightdeck/internal/words"
 	"flightdeck/store"
 	"flightdeck/workflow/artifact"
 	"flightdeck/workflow/pipeline"
@@ -306,7 +307,7 @@ func (rn *run) ask() (reply ChatReply, err error) {
 	return rn.r.client.Chat(ctx, ChatRequest{Messages: msgs, Tools: rn.r.defs}, func(attempt int, err error, wait time.Duration) {
 		rn.st.Spend.LLMRetries++
 		rn.j.Emit(rn.event(task.EventAgentError, task.StatusError, "",
-			fmt.Sprintf("LLM call failed (%v); retrying in %s", err, wait.Round(time.Millisecond)),
+			fmt.Sprintf("LLM call failed (%v); retrying in %s", err, words.Duration(wait)),
 			map[string]any{"attempt": attempt, "retrying": true}))
 	})
 }

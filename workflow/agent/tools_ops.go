@@ -410,15 +410,10 @@ func runDeploy(ctx context.Context, e *Env, args map[string]any) (string, error)
 	in := store.TaskInsertParams{TeamID: e.Task.TeamID, CreatedByID: e.Task.CreatedByID, Priority: prio, MaxAttempts: task.MaxAttemptsDefault,
 		IdempotencyKey: e.CallKey, RequestHash: sum[:], MaxPending: e.MaxPending,
 		Traceparent: tracing.Traceparent(ctx)} // the agent's tool span: its run links to the agent's
-	if err := saga.NewDeploy(&in, p, plan.Params, e.Task.Team); err != nil {
-		return "", err
-	}
-	// the environment's rules hold for an agent's deploy as for any
-	// submit; an agent never overrides them
-	if err := saga.ProtectDeploy(ctx, e.Store, &in, p, plan.Params, saga.Protection{Rules: e.Catalog.Environments()}); err != nil {
-		return "", err
-	}
-	t, _, err := e.Store.TaskInsert(ctx, in)
+	// the one submit: the environment's rules hold for an agent's deploy
+	// as for any other; an agent never overrides them
+	t, _, err := saga.Submit(ctx, e.Store, saga.Submission{Insert: in, Pipeline: p, Params: plan.Params, Team: e.Task.Team,
+		Protection: saga.Protection{Rules: e.Catalog.Environments()}})
 	if errors.Is(err, store.ErrQueueFull) {
 		return "", fmt.Errorf("the team's queue is full; try later")
 	}

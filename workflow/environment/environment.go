@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"flightdeck/internal/words"
 	"flightdeck/workflow/task"
 )
 
@@ -295,8 +296,8 @@ func (e *Env) PromotionCheck(version string, completedAt *time.Time, now time.Ti
 	}
 	ready := completedAt.Add(r.Soak)
 	if now.Before(ready) {
-		return false, fmt.Sprintf("%s requires version %s to soak in %s for %s: it completed there at %s, so it may go on at %s",
-			e.Name, version, r.Env, r.Soak, completedAt.UTC().Format(time.RFC3339), ready.UTC().Format(time.RFC3339))
+		return false, fmt.Sprintf("%s requires version %s to soak in %s for %s: it completed there at %s, so it may go on %s",
+			e.Name, version, r.Env, words.Duration(r.Soak), words.At(*completedAt, now), words.Until(ready, now))
 	}
 	return true, ""
 }

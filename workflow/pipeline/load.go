@@ -128,11 +128,14 @@ type loader struct {
 	// which sees .params only
 	paramsOnly bool
 	reading    map[*yaml.Node]bool
+	// lines are where steps name their actions and inputs, for checks
+	// made once the server's actions are known (Catalog.CheckActions).
+	lines map[string]int
 }
 
 func newLoader(path string) *loader {
 	return &loader{path: path, budget: nodeBudget, params: map[string]*Param{}, paramAt: map[string]int{}, stepAt: map[string]int{},
-		reading: map[*yaml.Node]bool{}}
+		reading: map[*yaml.Node]bool{}, lines: map[string]int{}}
 }
 
 func (l *loader) errf(n *yaml.Node, format string, args ...any) error {
@@ -289,6 +292,7 @@ func (l *loader) parse(data []byte) (*Pipeline, error) {
 		}
 		p.Steps = append(p.Steps, st)
 	}
+	p.file, p.lines = l.path, l.lines
 	return p, nil
 }
 
@@ -514,6 +518,7 @@ func (l *loader) action(m *mapping) (Step, error) {
 	if st.Action, err = l.actionName(m); err != nil {
 		return Step{}, err
 	}
+	l.place(st.Name, m)
 	if w := m.get("with"); w != nil {
 		if st.With, err = l.with(m.what, w); err != nil {
 			return Step{}, err
@@ -538,6 +543,9 @@ func (l *loader) action(m *mapping) (Step, error) {
 		if st.Compensate, err = l.compensation(m.what, c); err != nil {
 			return Step{}, err
 		}
+		if cm, err := l.mapping(c.val, m.what+": compensate"); err == nil {
+			l.place(st.Name+"/compensate", cm)
+		}
 	}
 	if a := m.get("approval"); a != nil {
 		if st.Approval, err = l.approval(m.what, a); err != nil {
@@ -545,6 +553,22 @@ func (l *loader) action(m *mapping) (Step, error) {
 		}
 	}
 	return st, nil
+}
+
+// place notes the lines of a step's action and of each of its with fields
+// under key (the step's name, + "/compensate" for its undo).
+func (l *loader) place(key string, m *mapping) {
+	if a := m.get("action"); a != nil {
+		l.lines[key] = a.val.Line
+	}
+	if w := m.get("with"); w != nil {
+		l.lines[key+"/with"] = w.key.Line
+		if wn := resolve(w.val); wn.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(wn.Content); i += 2 {
+				l.lines[key+"/with."+wn.Content[i].Value] = wn.Content[i].Line
+			}
+		}
+	}
 }
 
 func (l *loader) actionName(m *mapping) (string, error) {

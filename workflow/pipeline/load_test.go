@@ -423,7 +423,7 @@ func TestBuiltinExamples(t *testing.T) {
 		c, err := NewCatalog(builtin...)
 		require.NoError(t, err)
 		require.Len(t, c.All(), len(builtin), "built-in names are unique")
-		for _, name := range []string{"noop", "web-service", "approval-demo", "static-site", "canary", "health-check"} {
+		for _, name := range []string{"noop", "web-service", "approval-demo", "static-site", "canary", "health-check", "web-service-canary"} {
 			_, ok := c.Get(name)
 			require.True(t, ok, name)
 		}
@@ -505,7 +505,7 @@ func builtin(t *testing.T, name string) *Pipeline {
 // builtinAction tells whether a built-in may use action a: only the
 // actions every server has.
 func builtinAction(a string) bool {
-	return a == "exec" || a == "http" || a == "noop" || strings.HasPrefix(a, "local.")
+	return a == "exec" || a == "http" || a == "noop" || a == "analysis" || strings.HasPrefix(a, "local.")
 }
 
 func leafSteps(p *Pipeline) []Step {

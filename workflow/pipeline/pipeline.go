@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"flightdeck/internal/words"
 	"flightdeck/workflow/environment"
 )
 
@@ -63,6 +64,11 @@ type Pipeline struct {
 	// DecisionTimeoutDefault, then it rolls back). See AsksOnFailure.
 	OnFailure       string
 	DecisionTimeout time.Duration
+
+	// file and lines place a loaded pipeline's steps for CheckActions
+	// (both empty for pipelines built in Go).
+	file  string
+	lines map[string]int
 }
 
 // OnFailureAsk is the on_failure value of guided failure.
@@ -298,6 +304,17 @@ func (p *Pipeline) SplitSecrets(params map[string]any) (public, secret map[strin
 	return public, secret
 }
 
+// CheckParam validates one value of the parameter name (a promotion's
+// target value) and returns it normalised, or a message.
+func (p *Pipeline) CheckParam(name string, v any) (any, string) {
+	for i := range p.Params {
+		if p.Params[i].Name == name {
+			return p.Params[i].check(v)
+		}
+	}
+	return nil, fmt.Sprintf("is not a parameter of pipeline %s", p.Name)
+}
+
 // maxStringParam bounds a string parameter's length.
 const maxStringParam = 4096
 
@@ -405,7 +422,11 @@ func (p *Param) patternMessage() string {
 	if p.Hint != "" {
 		return "must be " + p.Hint
 	}
-	return "is not in the form this parameter accepts (see the pipeline's pattern)"
+	// Say what a valid value looks like, never the regular expression.
+	if ex := words.Example(p.Pattern); ex != "" {
+		return "must look like " + ex
+	}
+	return "is not in the form this parameter accepts"
 }
 
 func normalizeDefault(v any) any {

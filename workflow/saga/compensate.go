@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"flightdeck/internal/words"
 	"flightdeck/store"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
@@ -147,7 +148,7 @@ func (rn *run) compensateRows(rows []store.StepRow) error {
 			if try <= retries {
 				wait := rn.r.retryWait(try, err)
 				rn.j.Emit(rn.event(ps, task.EventStepRetrying, task.StatusCompensating, comp.Action,
-					fmt.Sprintf("Undoing %s failed (%s); retrying in %s", ps.Name, err, wait.Round(time.Millisecond)), retryData(err, wait, try, retries+1)))
+					fmt.Sprintf("Undoing %s failed (%s); retrying in %s", ps.Name, err, words.Duration(wait)), retryData(err, wait, try, retries+1)))
 				select {
 				case <-ctx.Done():
 					return errInterrupted

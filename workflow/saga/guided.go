@@ -3,8 +3,8 @@ package saga
 import (
 	"context"
 	"errors"
-	"time"
 
+	"flightdeck/internal/words"
 	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/queue"
 	"flightdeck/workflow/task"
@@ -34,6 +34,6 @@ func (rn *run) askOnFailure(err error) *queue.Outcome {
 	fs := &task.FailedStep{Index: sf.ps.Index, Name: sf.ps.Name, Error: redact(sf.err.Error(), rn.secrets), Attempt: sf.attempt}
 	timeout := rn.p.DecisionTimeoutOr()
 	return &queue.Outcome{State: task.StatePaused, FailedStep: fs, DecisionTimeout: timeout,
-		Message: "Step " + sf.ps.Name + " failed; waiting up to " + timeout.Round(time.Second).String() +
+		Message: "Step " + sf.ps.Name + " failed; waiting up to " + words.Duration(timeout) +
 			" for a decision: retry, skip or roll back"}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"flightdeck/internal/words"
 	"flightdeck/store"
 	"flightdeck/workflow/environment"
 	"flightdeck/workflow/pipeline"
@@ -75,15 +76,19 @@ func ProtectDeploy(ctx context.Context, st *store.Store, in *store.TaskInsertPar
 	version, _ := pub[vp].(string)
 	if e != nil && e.Versions != nil && !e.VersionOK(version) {
 		return &Refusal{Code: "invalid", Field: "params." + cmpOr(vp, "version"),
-			Message: fmt.Sprintf("%s takes versions matching %s; %q does not", env, e.Versions, version)}
+			Message: versionsMessage(env, e.Versions.String(), version)}
 	}
 	if o.Override != "" {
 		if !o.MayOverride {
 			return &Refusal{Code: "forbidden", Field: "override", Message: "overriding an environment's rules " + task.WhyNot(task.ActOverride) + " in the team"}
 		}
-		if len([]rune(o.Override)) < MinOverrideReason {
-			return &Refusal{Code: "invalid", Field: "override.reason", Message: fmt.Sprintf("an override needs a reason of at least %d characters", MinOverrideReason)}
+		// The one rule for a person's free text (task.PersonText), so the
+		// API, the forms and the agent agree: ten spaces are no reason.
+		reason, why := task.PersonText(o.Override, MinOverrideReason)
+		if why != "" {
+			return &Refusal{Code: "invalid", Field: "override.reason", Message: "an override's reason " + why}
 		}
+		o.Override = reason
 		in.Override, _ = json.Marshal(map[string]any{"by": o.By, "reason": o.Override, "at": now.UTC()})
 		data, _ := json.Marshal(map[string]any{"by": o.By, "reason": o.Override, "environment": env})
 		in.Events = append(in.Events, task.Event{Type: task.EventTaskOverride, Status: task.StatusLog,
@@ -114,7 +119,7 @@ func ProtectDeploy(ctx context.Context, st *store.Store, in *store.TaskInsertPar
 		if hold, frozen := e.Frozen(api, now); frozen {
 			wait := hold.Until.Sub(now)
 			return &Refusal{Code: "frozen", RetryAfter: wait,
-				Message: fmt.Sprintf("%s is frozen (%s) until %s", env, hold.Reason, hold.Until.UTC().Format(time.RFC3339))}
+				Message: fmt.Sprintf("%s is frozen (%s) until %s (in %s)", env, hold.Reason, words.At(hold.Until, now), words.Duration(wait))}
 		}
 	}
 	if e == nil || e.Reviewers == nil {
@@ -135,7 +140,7 @@ func ProtectDeploy(ctx context.Context, st *store.Store, in *store.TaskInsertPar
 	data, _ := json.Marshal(map[string]any{"approval_id": in.Reviewers.ID, "kind": "environment", "required": r.Count,
 		"roles": r.Roles, "expires_at": now.Add(r.Timeout).UTC()})
 	in.Events = append(in.Events, task.Event{Type: task.EventApprovalRequested, Status: task.StatusApproval,
-		Message: fmt.Sprintf("Waiting for %d reviewer(s) of %s", r.Count, env), Data: data})
+		Message: "Waiting for " + words.Count(int64(r.Count), "reviewer") + " of " + env, Data: data})
 	return nil
 }
 
@@ -147,8 +152,18 @@ func schedule(in *store.TaskInsertParams, runAt *time.Time, now time.Time) error
 	in.State, in.RunAfter = task.StateScheduled, runAt
 	data, _ := json.Marshal(map[string]any{"state": task.StateScheduled, "run_at": runAt.UTC()})
 	in.Events = append(in.Events, task.Event{Type: task.EventTaskState, Status: task.StatusLog,
-		Message: "Scheduled to run at " + runAt.UTC().Format(time.RFC3339), Data: data})
+		Message: "Scheduled to run at " + words.Stamp(*runAt), Data: data}) // kept: no "tomorrow" that goes stale
 	return nil
+}
+
+// versionsMessage says which versions env takes by an example made from
+// its pattern, never the pattern itself (people read it, contract field
+// names stay).
+func versionsMessage(env, pattern, version string) string {
+	if ex := words.Example(pattern); ex != "" {
+		return fmt.Sprintf("%s takes a version like %s; %q is not one", env, ex, version)
+	}
+	return fmt.Sprintf("%s does not take version %q (its rules on the environments page say which it takes)", env, version)
 }
 
 func later(a *time.Time, b time.Time) *time.Time {

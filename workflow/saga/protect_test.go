@@ -113,6 +113,8 @@ func TestProtectDeployRefusesWhatTheRulesForbid(t *testing.T) {
 	r := refusal(t, err)
 	require.Equal(t, "invalid", r.Code)
 	require.Equal(t, "params.version", r.Field)
+	require.NotContains(t, r.Message, "^") // an example, not the pattern
+	require.Contains(t, r.Message, "a version like 1.2.3")
 
 	_, err = b.submit(t, b.dev, map[string]any{"app": "shop", "version": "1.2.3", "env": "production"}, saga.Protection{})
 	r = refusal(t, err)
@@ -128,6 +130,7 @@ func TestProtectDeployRefusesWhatTheRulesForbid(t *testing.T) {
 	r = refusal(t, err)
 	require.Equal(t, "not_promoted", r.Code)
 	require.Contains(t, r.Message, "soak")
+	require.NotRegexp(t, `\d+m\d+s|\d{4}-\d\d-\d\dT`, r.Message) // no Go duration, no RFC 3339
 	// Another app's staging deploy does not count, nor does another team's.
 	_, err = b.submit(t, b.dev, map[string]any{"app": "cart", "version": "1.2.3", "env": "production"}, saga.Protection{})
 	require.Equal(t, "not_promoted", refusal(t, err).Code)

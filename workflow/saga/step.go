@@ -14,6 +14,7 @@ import (
 	"flightdeck/internal/backoff"
 	"flightdeck/internal/breaker"
 	"flightdeck/internal/tracing"
+	"flightdeck/internal/words"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
 	"flightdeck/workflow/pipeline"
@@ -82,7 +83,7 @@ func (rn *run) runStep(ctx context.Context, ps pipeline.PlannedStep) error {
 			return &stepFailure{ps: ps, attempt: attempt, err: err}
 		}
 		wait := rn.r.retryWait(failures, err)
-		msg := fmt.Sprintf("Step %s failed (%s); retrying in %s (%d of %d retries)", ps.Name, err, wait.Round(time.Millisecond), failures, ps.Step.Retries)
+		msg := fmt.Sprintf("Step %s failed (%s); retrying in %s (%d of %d retries)", ps.Name, err, words.Duration(wait), failures, ps.Step.Retries)
 		if werr := rn.write(change{Idx: ps.Index, State: task.StepRunning, Events: []task.Event{
 			rn.event(ps, task.EventStepRetrying, task.StatusLog, ps.Step.Action, msg, retryData(err, wait, attempt, attempt-failures+ps.Step.Retries+1)),
 		}}); werr != nil {
@@ -169,7 +170,7 @@ func (rn *run) execute(ctx context.Context, ps pipeline.PlannedStep, name string
 		Timeout: timeout, Log: logger.line, Output: out, Previous: row.Output,
 	})
 	if runErr != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		runErr = fmt.Errorf("timed out after %s: %w", timeout, runErr)
+		runErr = fmt.Errorf("timed out after %s: %w", words.Duration(timeout), runErr)
 	}
 	logger.close()
 	var artErr error
@@ -293,22 +294,26 @@ func (l *lineLogger) line(s string) {
 	}
 	l.tokens--
 	if l.dropped > 0 {
-		l.emit(fmt.Sprintf("[%d lines not shown here; the full output is in the log artifact]", l.dropped))
+		l.emit(fmt.Sprintf("[%d lines not shown here; the full output is in the log artifact]", l.dropped), now)
 		l.dropped = 0
 	}
-	l.emit(s)
+	l.emit(s, now)
 }
 
-func (l *lineLogger) emit(s string) {
+// emit sends a line as a step.log event stamped at, when it was read (the
+// write that stores it may come up to a flush later).
+func (l *lineLogger) emit(s string, at time.Time) {
 	s = strings.TrimRight(redact(s, l.rn.secrets), "\r\n")
-	l.rn.j.Emit(l.rn.event(l.ps, task.EventStepLog, task.StatusLog, "", s, nil))
+	ev := l.rn.event(l.ps, task.EventStepLog, task.StatusLog, "", s, nil)
+	ev.Time = at
+	l.rn.j.Emit(ev)
 }
 
 func (l *lineLogger) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.dropped > 0 {
-		l.emit(fmt.Sprintf("[%d lines not shown here; the full output is in the log artifact]", l.dropped))
+		l.emit(fmt.Sprintf("[%d lines not shown here; the full output is in the log artifact]", l.dropped), time.Now())
 		l.dropped = 0
 	}
 }

@@ -134,3 +134,39 @@ func templateData(taskID, team string, params map[string]any, ps pipeline.Planne
 		"item":   ps.Item,
 	}
 }
+
+// Submission is one submit of a task, whoever makes it: the API, the
+// form, a re-run, a promotion, an agent's start_deploy, an explanation.
+// Insert carries the caller's part (team, creator, priority, attempts,
+// idempotency key, pending bound, trace, an agent task's prompt). For a
+// deploy, Pipeline and Params (validated, secret ones included) are set,
+// and Team is the team's name (templates see it); Protection is what the
+// submit brings to its environment's rules.
+type Submission struct {
+	Insert     store.TaskInsertParams
+	Pipeline   *pipeline.Pipeline
+	Params     map[string]any
+	Team       string
+	Protection Protection
+}
+
+// Submit is the one way a task is submitted: a deploy is planned (its
+// steps and keys, NewDeploy), held to its environment's rules
+// (ProtectDeploy) and inserted; any other task is inserted as given. A
+// caller cannot forget the rules, since there is no other way in: a
+// refusal, a plan that does not render, is a *Refusal (the contract's
+// code); the insert's errors are the store's (ErrQueueFull,
+// ErrIdempotencyConflict). created is false when an idempotency key gave
+// back an earlier task.
+func Submit(ctx context.Context, st *store.Store, s Submission) (t *task.Task, created bool, err error) {
+	in := s.Insert
+	if s.Pipeline != nil {
+		if err := NewDeploy(&in, s.Pipeline, s.Params, s.Team); err != nil {
+			return nil, false, &Refusal{Code: "invalid", Field: "params", Message: err.Error()}
+		}
+		if err := ProtectDeploy(ctx, st, &in, s.Pipeline, s.Params, s.Protection); err != nil {
+			return nil, false, err
+		}
+	}
+	return st.TaskInsert(ctx, in)
+}

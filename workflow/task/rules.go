@@ -2,7 +2,6 @@ package task
 
 import (
 	"slices"
-	"strings"
 )
 
 // The domain's rules, each one pure function, called by the store's writes,
@@ -134,7 +133,7 @@ func MayResume(action ResumeAction, onFailedStep bool, creatorID, actorID, role,
 				return ResumeForbidden, "skipping a failed step " + WhyNot(ActSkipStep)
 			case actorID == creatorID:
 				return ResumeForbidden, "you created this task, so another person must decide a skip (four eyes)"
-			case len([]rune(strings.TrimSpace(comment))) < SkipCommentMin:
+			case NonSpaceChars(comment) < SkipCommentMin:
 				return ResumeInvalid, "say why the step may be skipped (at least 10 characters)"
 			}
 		}

@@ -86,6 +86,8 @@ var (
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")
 	sixToFour = netip.MustParsePrefix("2002::/16")
 	broadcast = netip.AddrFrom4([4]byte{255, 255, 255, 255})
+	loopback4 = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	loopback6 = netip.IPv6Loopback()
 )
 
 func (g *Guard) addrAllowed(ip netip.Addr) bool {
@@ -165,6 +167,11 @@ func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, bool, e
 	h := strings.ToLower(strings.TrimSuffix(host, "."))
 	if ip, ok := hostIP(h); ok {
 		return []netip.Addr{ip}, false, nil
+	}
+	// RFC 6761: localhost and every name under .localhost are loopback,
+	// whatever a resolver (a wildcard record, a hosts file) would say.
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return []netip.Addr{loopback4, loopback6}, g.allowHosts[h], nil
 	}
 	ips, err := g.resolver.LookupNetIP(ctx, "ip", h)
 	if err != nil {

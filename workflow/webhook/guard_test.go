@@ -263,16 +263,51 @@ func TestLookupErrorsDoNotNameTheResolver(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&net.DNSError{Err: "no such host", Name: "foo.localhost", Server: "10.0.0.2:53", IsNotFound: true}, "host foo.localhost does not resolve"},
-		{&net.DNSError{Err: "i/o timeout", Name: "foo.localhost", Server: "10.0.0.2:53", IsTimeout: true}, "could not resolve foo.localhost: the lookup timed out"},
-		{&net.DNSError{Err: "server misbehaving", Name: "foo.localhost", Server: "10.0.0.2:53"}, "could not resolve foo.localhost"},
+		{&net.DNSError{Err: "no such host", Name: "foo.invalid", Server: "10.0.0.2:53", IsNotFound: true}, "host foo.invalid does not resolve"},
+		{&net.DNSError{Err: "i/o timeout", Name: "foo.invalid", Server: "10.0.0.2:53", IsTimeout: true}, "could not resolve foo.invalid: the lookup timed out"},
+		{&net.DNSError{Err: "server misbehaving", Name: "foo.invalid", Server: "10.0.0.2:53"}, "could not resolve foo.invalid"},
 	} {
 		g, err := NewGuard(nil, failingResolver{tc.err})
 		require.NoError(t, err)
-		err = g.CheckURL(t.Context(), "https://foo.localhost/hook")
+		err = g.CheckURL(t.Context(), "https://foo.invalid/hook")
 		require.EqualError(t, err, tc.want)
-		_, err = g.DialContext(t.Context(), "tcp", "foo.localhost:443")
+		_, err = g.DialContext(t.Context(), "tcp", "foo.invalid:443")
 		require.EqualError(t, err, tc.want, "a delivery's error alike")
 		require.NotContains(t, err.Error(), "10.0.0.2")
 	}
+}
+
+// askedResolver answers every name with a public address and records that
+// it was asked.
+type askedResolver struct{ asked chan string }
+
+func (a askedResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	a.asked <- host
+	return addrs("93.184.216.34"), nil
+}
+
+// Names under .localhost are loopback (RFC 6761): the guard answers them
+// itself, so a resolver that says otherwise (a DNS server with a wildcard
+// record, a hosts file) is never asked. Before, they went to the system
+// resolver, and a public answer let them through.
+func TestLocalhostNamesAreLoopbackWithoutDNS(t *testing.T) {
+	t.Parallel()
+	res := askedResolver{asked: make(chan string, 10)}
+	g, err := NewGuard(nil, res)
+	require.NoError(t, err)
+	for _, u := range []string{"http://localhost/x", "http://hooks.localhost/x", "https://a.b.LOCALHOST./x", "http://x.localhost:8080/"} {
+		err := g.CheckURL(t.Context(), u)
+		require.ErrorIs(t, err, ErrBlocked, u)
+		require.Contains(t, err.Error(), "127.0.0.1", u)
+	}
+	_, err = g.DialContext(t.Context(), "tcp", "hooks.localhost:9")
+	require.ErrorIs(t, err, ErrBlocked)
+	require.NoError(t, g.CheckURL(t.Context(), "http://localhost.example/x"), "only the .localhost domain")
+	require.Equal(t, "localhost.example", <-res.asked)
+	require.Empty(t, res.asked, "no .localhost name went to the resolver")
+
+	allowed, err := NewGuard([]string{"hooks.localhost"}, res)
+	require.NoError(t, err)
+	require.NoError(t, allowed.CheckURL(t.Context(), "http://hooks.localhost/x"), "allow-listed by name")
+	require.Empty(t, res.asked)
 }

@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"time"
 
+	"flightdeck/internal/words"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
 )
@@ -174,7 +175,7 @@ func (p *Provider) certIssue(ctx context.Context, in action.Input, eff store.Loc
 	if err := p.st.LocalCertInsert(ctx, in.Team, c, eff); err != nil {
 		return nil, fmt.Errorf("certificate for %s: %w", h, err)
 	}
-	in.Log(fmt.Sprintf("Issued certificate %s for %s, valid until %s", c.Serial, h, c.NotAfter.Format(time.RFC3339)))
+	in.Log(fmt.Sprintf("Issued certificate %s for %s, valid until %s", c.Serial, h, words.Stamp(c.NotAfter)))
 	// The certificate (public) goes to the step's artifact; the key stays
 	// in Postgres for the TLS listener.
 	fmt.Fprint(in.Output, c.CertPEM, ca.PEM)

@@ -9,11 +9,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 )
 
 // BrokenVersion is the demo app version whose health check fails.
 const BrokenVersion = "0.0.0-broken"
+
+// SlowDelay is how long a "-slow" version takes to answer /.
+const SlowDelay = 300 * time.Millisecond
 
 // RunDemoApp is "flightdeck demoapp --version V [--addr 127.0.0.1:0]
 // [--instance ID]": a tiny web app that shows its version on / and answers
@@ -47,7 +52,23 @@ func RunDemoApp(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	// Versions that misbehave on purpose, for a canary to catch (contract
+	// §11): "-errors" fails every other request for /, "-slow" answers
+	// after 300 ms. Their /healthz passes, so they deploy.
+	failing, slow := strings.Contains(*version, "-errors"), strings.Contains(*version, "-slow")
+	var served atomic.Int64
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		if slow {
+			select {
+			case <-time.After(SlowDelay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if failing && served.Add(1)%2 == 0 {
+			http.Error(w, "failing on purpose (an -errors version)", http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("X-Demoapp-Version", *version)
 		fmt.Fprintf(w, `<!doctype html><title>demo app %[1]s</title><h1 data-testid="demoapp-version">demo app version %[1]s</h1><p>instance %[2]s, host %[3]s</p>`,

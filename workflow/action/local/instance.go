@@ -26,6 +26,10 @@ func (p *Provider) instanceStart(ctx context.Context, in action.Input, eff store
 	if !ok || !versionRE.MatchString(v) {
 		return nil, &action.Permanent{Err: fmt.Errorf("with.version: want a version like 1.2.3 ([0-9A-Za-z.+-], 1 to 40), got %v", in.With["version"])}
 	}
+	weight, err := weightOf(in, 100)
+	if err != nil {
+		return nil, err
+	}
 	inst, err := p.st.LocalInstanceBegin(ctx, store.LocalInstanceBeginParams{Team: in.Team, Host: h, Version: v, Node: p.node, Key: in.IdempotencyKey})
 	if err != nil {
 		return nil, err
@@ -53,15 +57,18 @@ func (p *Provider) instanceStart(ctx context.Context, in action.Input, eff store
 		in.Log("Version " + v + " is not healthy; stopped it, the route is unchanged")
 		return nil, fmt.Errorf("version %s: %w", v, err)
 	}
-	act, stale, err := p.st.LocalInstanceActivate(ctx, inst.ID, eff)
+	act, stale, err := p.st.LocalInstanceActivate(ctx, inst.ID, weight, eff)
 	if err != nil {
 		p.stop(pid, inst.ID)
 		_ = p.st.LocalInstanceSetProcess(context.WithoutCancel(ctx), inst.ID, pid, port, "failed")
 		return nil, err
 	}
-	if act.PreviousID != "" {
+	switch {
+	case act.Canary:
+		in.Log(fmt.Sprintf("Version %s is the canary of %s with %d %% of its requests; instance %s serves the rest", v, h, act.Weight, act.PreviousID))
+	case act.PreviousID != "":
 		in.Log(fmt.Sprintf("Version %s now serves %s (instance %s stays as standby for an undo)", v, h, act.PreviousID))
-	} else {
+	default:
 		in.Log(fmt.Sprintf("Version %s now serves %s", v, h))
 	}
 	for _, o := range stale {
@@ -103,6 +110,10 @@ func (p *Provider) instanceStop(ctx context.Context, in action.Input, eff store.
 		return nil, err
 	}
 	stop := store.LocalStop{InstanceID: inst.ID, Host: inst.Host, Version: inst.Version}
+	// A canary leaves the route first: the current instance takes its share.
+	if err := p.st.LocalRouteDropCanary(ctx, inst.Host, inst.ID); err != nil {
+		return nil, err
+	}
 	if inst.PreviousID != nil {
 		old, err := p.st.LocalInstanceGet(ctx, *inst.PreviousID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {

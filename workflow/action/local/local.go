@@ -62,6 +62,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"flightdeck/store"
@@ -115,6 +116,8 @@ type Provider struct {
 	exe   string
 	mu    sync.Mutex
 	procs map[int]*child // processes this provider started, by pid
+	// proxyURL: this process's listener, once serving (SetProxyURL)
+	proxyURL atomic.Pointer[string]
 }
 
 // New builds a provider.
@@ -158,8 +161,35 @@ func (p *Provider) Register(reg action.Registry) {
 	reg["local.cert_revoke"] = p.wrap("local.cert_revoke", p.certRevoke)
 	reg["local.instance_start"] = p.wrap("local.instance_start", p.instanceStart)
 	reg["local.instance_stop"] = p.wrap("local.instance_stop", p.instanceStop)
+	reg["local.traffic_shift"] = p.wrap("local.traffic_shift", p.trafficShift)
 	reg["local.monitor_create"] = p.wrap("local.monitor_create", p.monitorCreate)
 	reg["local.monitor_delete"] = p.wrap("local.monitor_delete", p.monitorDelete)
+}
+
+// Inputs are the with fields each local action takes (the pipeline loader
+// refuses others, contract §6).
+var Inputs = map[string][]string{
+	"local.dns_create":     {"host"},
+	"local.dns_delete":     {"host"},
+	"local.cert_issue":     {"host"},
+	"local.cert_revoke":    {"host", "serial"},
+	"local.instance_start": {"host", "version", "weight"},
+	"local.instance_stop":  {"host", "version"},
+	"local.traffic_shift":  {"host", "weight"},
+	"local.monitor_create": {"host", "interval"},
+	"local.monitor_delete": {"host", "interval"},
+}
+
+// SetProxyURL tells the provider the base URL of this process's HTTP
+// listener (http://127.0.0.1:PORT), where the analysis action sends load.
+func (p *Provider) SetProxyURL(u string) { p.proxyURL.Store(&u) }
+
+// ProxyURL is what SetProxyURL set, "" before.
+func (p *Provider) ProxyURL() string {
+	if u := p.proxyURL.Load(); u != nil {
+		return *u
+	}
+	return ""
 }
 
 // Action returns one registered action by name (tests, benchmarks).

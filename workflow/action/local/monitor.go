@@ -97,6 +97,9 @@ func (p *Provider) RunMonitors(ctx context.Context) error {
 		if _, err := p.CheckMonitors(ctx); err != nil && ctx.Err() == nil {
 			p.log.Warn("Monitor round failed", "error", err)
 		}
+		if _, err := p.StopReplaced(ctx); err != nil && ctx.Err() == nil {
+			p.log.Warn("Stopping replaced instances failed", "error", err)
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -140,4 +143,22 @@ func (p *Provider) CheckMonitors(ctx context.Context) (int, error) {
 		}
 	}
 	return len(due), nil
+}
+
+// StopReplaced stops this node's instances that a promoted canary replaced
+// once the promoting task completed (contract §11: until then an undo can
+// return to them). It returns how many it stopped.
+func (p *Provider) StopReplaced(ctx context.Context) (int, error) {
+	old, err := p.st.LocalInstanceListReplaced(ctx, p.node)
+	if err != nil {
+		return 0, err
+	}
+	for _, o := range old {
+		p.stop(o.PID, o.ID)
+		if err := p.st.LocalInstanceSetProcess(ctx, o.ID, o.PID, o.Port, "stopped"); err != nil {
+			return 0, err
+		}
+		p.log.Info("Stopped the instance a promoted canary replaced", "instance_id", o.ID, "host", o.Host, "version", o.Version)
+	}
+	return len(old), nil
 }
