@@ -12,7 +12,7 @@ export default defineConfig({
   expect: { timeout: 15_000 },
   workers: 1,
   retries: 0,
-  reporter: [['list']],
+  reporter: [['list'], ['./slowest-reporter.ts']],
   outputDir: 'test-results',
   use: {
     baseURL: `http://127.0.0.1:${port}`,

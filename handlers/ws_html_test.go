@@ -144,15 +144,28 @@ func TestTaskPageSocketResumes(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
+	// The sockets go through a server of their own that says when a
+	// socket's handler has returned: a dropped socket's handler lives on
+	// until it notices, and one that heard of the next events before then
+	// reads them too (and keeps its model in place of the one the page
+	// resumes from), which the count below would take for the new socket's.
+	ended := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.srv.Config.Handler.ServeHTTP(w, r)
+		if strings.HasSuffix(r.URL.Path, "/ws") {
+			ended <- struct{}{}
+		}
+	}))
+	defer srv.Close()
 	const read = "flightdeck_run_page_events_read_total"
 	// connect reads frames until the page is told it is at seq want, and
-	// returns them; the socket must have read only the events after from.
+	// returns them once the socket's handler has ended; the socket must
+	// have read only the events after from.
 	connect := func(from, want int) string {
 		before := b.metric(t, read)
-		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.srv.URL, "http")+"/tasks/"+id+"/ws?after_seq="+strconv.Itoa(from)+sigs,
-			&websocket.DialOptions{HTTPClient: c, HTTPHeader: http.Header{"Origin": {b.srv.URL}}})
+		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/tasks/"+id+"/ws?after_seq="+strconv.Itoa(from)+sigs,
+			&websocket.DialOptions{HTTPClient: c, HTTPHeader: http.Header{"Origin": {srv.URL}}})
 		require.NoError(t, err)
-		defer ws.CloseNow()
 		ws.SetReadLimit(4 << 20)
 		var frames strings.Builder
 		for !strings.Contains(frames.String(), `data-seq="`+strconv.Itoa(want)+`"`) {
@@ -161,6 +174,12 @@ func TestTaskPageSocketResumes(t *testing.T) {
 			frames.Write(f)
 		}
 		require.Equal(t, float64(want-from), b.metric(t, read)-before, "read only the events after %d", from)
+		_ = ws.CloseNow()
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			t.Fatal("the socket's handler did not return after the socket dropped")
+		}
 		return frames.String()
 	}
 

@@ -54,7 +54,9 @@ func TestHTTPServerCutsSlowBodies(t *testing.T) {
 	}()
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
 	_, _ = io.ReadAll(conn) // the answer (if any), then the server's close
-	require.Less(t, time.Since(start), 5*time.Second, "cut off by the read timeout")
+	// 300 ms read timeout against a trickle of 20 s: the bound leaves room
+	// for a loaded machine and still tells the two apart.
+	require.Less(t, time.Since(start), 10*time.Second, "cut off by the read timeout")
 	_ = conn.Close()
 	<-done
 }
