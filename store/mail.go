@@ -100,16 +100,9 @@ func (s *Store) MailEnqueue(ctx context.Context, ms []MailParams) (int, error) {
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (task_id, seq, user_id) DO NOTHING`,
 				m.TeamID, m.TaskID, m.Seq, m.UserID, m.Kind, m.Recipient, m.Subject, m.Text, m.HTML)
 		}
-		br := tx.SendBatch(ctx, &b)
-		for range ms {
-			tag, err := br.Exec()
-			if err != nil {
-				br.Close()
-				return interpretError(err)
-			}
-			n += int(tag.RowsAffected())
-		}
-		return interpretError(br.Close())
+		var err error
+		n, err = execCounting(ctx, tx, &b)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("error enqueueing emails: %w", err)

@@ -171,16 +171,9 @@ func (s *Store) WebhookDeliveryEnqueue(ctx context.Context, ds []WebhookDelivery
 	}
 	n := 0
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		br := tx.SendBatch(ctx, &b)
-		for range ds {
-			tag, err := br.Exec()
-			if err != nil {
-				br.Close()
-				return interpretError(err)
-			}
-			n += int(tag.RowsAffected())
-		}
-		return interpretError(br.Close())
+		var err error
+		n, err = execCounting(ctx, tx, &b)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("error enqueueing webhook deliveries: %w", err)
