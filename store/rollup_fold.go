@@ -16,8 +16,8 @@ import (
 // rollupCursor names the rollup fold's outbox cursor (migration 00080).
 const rollupCursor = "rollups"
 
-// foldedRow is an outbox batch the fold reads: its position, and whether
-// it is the ending batch of a task the fold counts (Ends, then the task).
+// foldedRow is an ending batch the fold reads: its position, and whether
+// its task is one the fold counts (Ends, then the task).
 type foldedRow struct {
 	TxID      string `db:"txid"`
 	BatchTask string `db:"batch_task"`
@@ -30,7 +30,7 @@ type foldedRow struct {
 // RollupFolded is what one fold did.
 type RollupFolded struct {
 	Leader  bool // false: another process held the cursor, nothing was done
-	Scanned int  // outbox rows read (limit: there may be more)
+	Scanned int  // ending batches read (limit: there may be more)
 	Tasks   int  // ended tasks counted
 }
 
@@ -74,28 +74,25 @@ func (s *Store) rollupFold(ctx context.Context, limit int, beforeCommit func(con
 		if cur.TxID, err = strconv.ParseUint(txid, 10, 64); err != nil {
 			return fmt.Errorf("error parsing rollup cursor: %w", err)
 		}
-		// One read of the outbox's batches after the cursor, in its order
-		// (below xmin, as OutboxRead: no batch can later appear behind the
-		// cursor), events not decoded: a batch is a position, and, when it
-		// is the first batch its task's ending write stored, that task.
-		// The ending write stores its events in the same transaction
-		// (invariant 6), so that batch's created_at is the task's
-		// finished_at; a task is counted once, in the fold whose range
-		// holds its ending batch's first event.
+		// One read of the ending batches after the cursor, in the outbox's
+		// order (below xmin, as OutboxRead: no batch can later appear
+		// behind the cursor), through their partial index: the write that
+		// ends a task marks its batch (ends), and stores it in the same
+		// transaction as the task's end (invariant 6), so that batch's
+		// created_at is the task's finished_at. Batches of other writes are
+		// not read at all; the cursor moves to the last ending batch read.
 		rows, err := tx.Query(ctx, `
 			SELECT b.txid::text AS txid, b.task_id::text AS batch_task, b.last_seq AS batch_last,
-				t.id IS NOT NULL AND (b.txid, b.task_id, b.first_seq) > ($1::text::xid8, $2::uuid, $3) AS ends,
+				t.id IS NOT NULL AS ends,
 				COALESCE(t.id::text, '') AS id, COALESCE(t.team_id::text, '') AS team_id, COALESCE(t.kind, '') AS kind,
 				COALESCE(t.pipeline, '') AS pipeline, COALESCE(t.state, '') AS state, COALESCE(t.created_at, b.created_at) AS created_at,
 				t.started_at, COALESCE(t.finished_at, b.created_at) AS finished_at, COALESCE(t.waited_ms, 0) AS waited_ms,
-				COALESCE(`+restoreTargetSQL+`, '') AS restore_target, b.first_seq AS end_seq
+				`+endedTargetSQL+`, b.first_seq AS end_seq
 			FROM (SELECT * FROM task_event_batches
-				WHERE (txid, task_id, last_seq) > ($1::text::xid8, $2::uuid, $3)
+				WHERE ends AND (txid, task_id, last_seq) > ($1::text::xid8, $2::uuid, $3)
 					AND txid < pg_snapshot_xmin(pg_current_snapshot())
 				ORDER BY txid, task_id, last_seq LIMIT $4) b
 			LEFT JOIN tasks t ON t.id = b.task_id AND t.finished_at = b.created_at AND t.state IN `+terminalStates+`
-				AND b.first_seq = (SELECT min(first_seq) FROM task_event_batches e
-					WHERE e.task_id = t.id AND e.created_at = t.finished_at)
 			ORDER BY b.txid, b.task_id, b.last_seq`, strconv.FormatUint(cur.TxID, 10), cur.TaskID, cur.Seq, limit)
 		if err != nil {
 			return interpretError(err)
@@ -115,7 +112,9 @@ func (s *Store) rollupFold(ctx context.Context, limit int, beforeCommit func(con
 		}
 		var got []foldedRow
 		for _, r := range batches {
-			if r.Ends {
+			// a task is counted once: one transaction's writes could in
+			// principle mark two of its batches
+			if r.Ends && !slices.ContainsFunc(got, func(g foldedRow) bool { return g.ID == r.ID }) {
 				got = append(got, r)
 			}
 		}

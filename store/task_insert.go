@@ -307,11 +307,14 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 			ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 			RETURNING id, state, error, created_at, deadline_at, finished_at, last_seq
 		), ev AS (
-			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
+			-- a task cancelled at once ends with this batch (the rollup
+			-- fold's, migration 00082)
+			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events, ends)
 			SELECT id, 1, last_seq,
 				jsonb_build_array(flightdeck_event('task.state', 'log', 'Task submitted',
 					jsonb_build_object('state', CASE WHEN state = 'cancelled' THEN 'pending' ELSE state END)))
-				|| COALESCE($26::jsonb, '[]')
+				|| COALESCE($26::jsonb, '[]'),
+				finished_at IS NOT NULL
 			FROM ins
 		), environment AS (
 			-- a deploy's target is listed from its first submit on

@@ -231,8 +231,10 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed, i.finished,
 				t.cancel_requested_at IS NOT NULL AS cancel_requested, t.pause_requested_at IS NOT NULL AS pause_requested
 		), written_events AS (
-			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT id, last_seq - n + 1, last_seq, events FROM written WHERE n > 0
+			-- ends marks the batch of the write that ended its task: the
+			-- rollup fold reads only those (migration 00082)
+			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events, ends)
+			SELECT id, last_seq - n + 1, last_seq, events, finished FROM written WHERE n > 0
 		), written_steps AS (
 			INSERT INTO task_steps AS ts (task_id, idx, name, idempotency_key, state, attempt, compensation_attempt,
 				output, error, started_at, finished_at, compensated_at)
