@@ -83,7 +83,7 @@ func (s *Store) rollupFold(ctx context.Context, limit int, beforeCommit func(con
 		// not read at all; the cursor moves to the last ending batch read.
 		rows, err := tx.Query(ctx, `
 			SELECT b.txid::text AS txid, b.task_id::text AS batch_task, b.last_seq AS batch_last,
-				t.id IS NOT NULL AS ends,
+				COALESCE(t.finished_at = b.created_at AND t.state IN `+terminalStates+`, false) AS ends,
 				COALESCE(t.id::text, '') AS id, COALESCE(t.team_id::text, '') AS team_id, COALESCE(t.kind, '') AS kind,
 				COALESCE(t.pipeline, '') AS pipeline, COALESCE(t.state, '') AS state, COALESCE(t.created_at, b.created_at) AS created_at,
 				t.started_at, COALESCE(t.finished_at, b.created_at) AS finished_at, COALESCE(t.waited_ms, 0) AS waited_ms,
@@ -92,7 +92,11 @@ func (s *Store) rollupFold(ctx context.Context, limit int, beforeCommit func(con
 				WHERE ends AND (txid, task_id, last_seq) > ($1::text::xid8, $2::uuid, $3)
 					AND txid < pg_snapshot_xmin(pg_current_snapshot())
 				ORDER BY txid, task_id, last_seq LIMIT $4) b
-			LEFT JOIN tasks t ON t.id = b.task_id AND t.finished_at = b.created_at AND t.state IN `+terminalStates+`
+			-- joined by id alone, the ending tested above: the tasks' state
+			-- statistics are of when they were pending, so a join on their
+			-- end state looked empty and the planner scanned the table for
+			-- every batch
+			LEFT JOIN tasks t ON t.id = b.task_id
 			ORDER BY b.txid, b.task_id, b.last_seq`, strconv.FormatUint(cur.TxID, 10), cur.TaskID, cur.Seq, limit)
 		if err != nil {
 			return interpretError(err)
