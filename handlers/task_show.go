@@ -83,7 +83,9 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 	// admin's decision is awaited, so they are not offered then.
 	undoing := t.State == task.StateCompensating || t.State == task.StateNeedsAttention
 	p.CanSetPriority = u.May(t.TeamID, task.ActSetPriority) && !undoing
-	p.CanCancel = u.May(t.TeamID, task.ActCancel) && !undoing
+	// the store's rule (whether steps ran changes only what a cancel does)
+	cancel, _ := task.CancelOf(t.State, true)
+	p.CanCancel = u.May(t.TeamID, task.ActCancel) && cancel != task.CancelRefused
 	p.CanRerun = u.May(t.TeamID, task.ActRerun)
 	p.CanResolve = u.May(t.TeamID, task.ActResolve)
 	if t.State == task.StateFailed {
