@@ -91,7 +91,7 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			t.deadline_at, t.cancel_requested_at IS NOT NULL AS cancel_requested, t.error, t.result, t.last_seq,
 			t.progress_step, t.progress_total, t.rerun_of, t.pause_requested_at IS NOT NULL AS pause_requested,
 			t.failed_step, t.decision_expires_at, t.environment, t.promoted_from, t.override, t.lease_token,
-			COALESCE(t.traceparent, '') AS traceparent, st.*
+			COALESCE(t.traceparent, '') AS traceparent, t.run_after AS run_at, st.*
 		FROM claimed t -- team names and emails come from s.names
 		-- the step rows as parallel arrays, in step order (the primary key's)
 		LEFT JOIN LATERAL (SELECT array_agg(s.idx) AS step_idx, array_agg(s.name) AS step_name,

@@ -75,13 +75,9 @@ func msBucket(ms int64) int {
 	return min(99, int(math.Ceil(4*math.Log(float64(ms))/math.Ln2)))
 }
 
-// runMS is an ended task's run time: finished minus started minus the time
-// it waited for people (0 for a task that never started).
+// runMS is an ended task's run time (task.RunTime) in milliseconds.
 func (e Ended) runMS() int64 {
-	if e.StartedAt == nil {
-		return 0
-	}
-	return max(0, e.FinishedAt.Sub(*e.StartedAt).Milliseconds()-e.WaitedMS)
+	return task.RunTime(e.StartedAt, e.FinishedAt, time.Duration(e.WaitedMS)*time.Millisecond).Milliseconds()
 }
 
 // RollupFold adds ended tasks up by team, day, pipeline, outcome and run-time
