@@ -115,23 +115,25 @@ func (s *Store) rollupFold(ctx context.Context, limit int, beforeCommit func(con
 			return fmt.Errorf("error parsing txid: %w", err)
 		}
 		var got []foldedRow
+		seen := make(map[string]bool, len(batches))
 		for _, r := range batches {
 			// a task is counted once: one transaction's writes could in
 			// principle mark two of its batches
-			if r.Ends && !slices.ContainsFunc(got, func(g foldedRow) bool { return g.ID == r.ID }) {
+			if r.Ends && !seen[r.ID] {
+				seen[r.ID] = true
 				got = append(got, r)
 			}
 		}
 		slices.SortFunc(got, func(a, b foldedRow) int { return cmp.Or(a.FinishedAt.Compare(b.FinishedAt), cmp.Compare(a.ID, b.ID)) })
 		ended := make([]Ended, len(got))
-		teamOf := map[string]string{}
+		woken := map[string]bool{}
 		for i, r := range got {
 			ended[i] = r.ended()
 			// one task per team is wake-up enough: the dashboards re-render
 			// by team (a NOTIFY naming every task would cost more than the fold)
-			if !slices.ContainsFunc(notes.Events, func(n notify.TaskSeq) bool { return teamOf[n.ID] == r.TeamID }) {
+			if !woken[r.TeamID] {
+				woken[r.TeamID] = true
 				notes.Events = append(notes.Events, notify.TaskSeq{ID: r.ID, Seq: r.EndSeq})
-				teamOf[r.ID] = r.TeamID
 			}
 		}
 		// the last day's throughput: tasks folded late still count in the
