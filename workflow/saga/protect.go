@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"flightdeck/internal/words"
@@ -31,8 +32,8 @@ type Protection struct {
 }
 
 // Refusal is a submit an environment's rules refuse, with the contract's
-// code: invalid (422, Field set), not_promoted or frozen (409; frozen with
-// RetryAfter) or forbidden (403).
+// code: invalid (422, Field set), not_promoted, frozen or
+// not_enough_reviewers (409; frozen with RetryAfter) or forbidden (403).
 type Refusal struct {
 	Code       string
 	Field      string
@@ -129,11 +130,14 @@ func ProtectDeploy(ctx context.Context, st *store.Store, in *store.TaskInsertPar
 		}
 		return schedule(in, runAt, now)
 	}
+	r := e.Reviewers
+	if err := enoughReviewers(ctx, st, in, env, r.Count, r.Roles); err != nil {
+		return err
+	}
 	changes, err := currentChanges(ctx, st, in, pub)
 	if err != nil {
 		return err
 	}
-	r := e.Reviewers
 	in.State, in.RunAfter = task.StateAwaitingApproval, o.RunAt
 	in.Reviewers = &store.ReviewersParams{ID: store.NewTaskID(), Environment: env, Required: r.Count, Roles: r.Roles,
 		Timeout: r.Timeout, Wait: e.Wait, Changes: changes}
@@ -233,4 +237,28 @@ func Held(ctx context.Context, st *store.Store, rules *environment.Rules, t *tas
 // RetryAfterSeconds is d in whole seconds, at least 1 (a Retry-After header).
 func RetryAfterSeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// enoughReviewers refuses a submit whose environment's reviewers can never
+// be found: fewer people in the team with the allowed roles, the creator
+// left out (four eyes), than the approvals needed. The deploy would
+// otherwise wait for the impossible until its reviewers' timeout.
+func enoughReviewers(ctx context.Context, st *store.Store, in *store.TaskInsertParams, env string, count int, roles []string) error {
+	n, err := st.TeamDeciders(ctx, in.TeamID, roles, in.CreatedByID)
+	if err != nil {
+		return err
+	}
+	if n >= count {
+		return nil
+	}
+	may := "nobody else in the team may"
+	switch {
+	case n == 1:
+		may = "only 1 other person in the team may"
+	case n > 1:
+		may = fmt.Sprintf("only %d other people in the team may", n)
+	}
+	return &Refusal{Code: "not_enough_reviewers", Message: fmt.Sprintf(
+		"a deploy to %s needs %s from people with the role %s other than its creator, and %s approve it: ask an admin to give more people one of those roles",
+		env, words.Count(int64(count), "approval"), strings.Join(roles, " or "), may)}
 }
