@@ -243,7 +243,6 @@ func TestPromoteAndTwoReviewersOverTheAPI(t *testing.T) {
 	require.Equal(t, "pat@acme.test", decisions[0].(map[string]any)["by"])
 }
 
-
 // TestNotEnoughReviewersAtSubmit: a submit whose reviewers can never be
 // found is refused at once, saying how many are needed and how many may;
 // the creator never counts (four eyes), and once the team has enough
