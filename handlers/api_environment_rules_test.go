@@ -279,3 +279,24 @@ func TestNotEnoughReviewersAtSubmit(t *testing.T) {
 	r = submit("sam")
 	require.Equal(t, http.StatusAccepted, r.status, r.raw)
 }
+
+// TestFreezeOfAnUnknownEnvironment: a freeze of a name no deploy can go to
+// would protect nothing: 422 on environment, naming the ones there are
+// (contract §9); the page's form says the same.
+func TestFreezeOfAnUnknownEnvironment(t *testing.T) {
+	t.Parallel()
+	rb := setupRules(t)
+	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	r := rb.api(t, http.MethodPost, "/api/v1/freezes", rb.tokens["ann"],
+		`{"environment":"prodution","until":"`+until+`","reason":"typo"}`, nil)
+	require.Equal(t, http.StatusUnprocessableEntity, r.status, r.raw)
+	code, field := errCode(r)
+	require.Equal(t, "invalid", code)
+	require.Equal(t, "environment", field)
+	require.Contains(t, r.raw, "prodution")
+	require.Contains(t, r.raw, "gated, production, staging", "the known environments, by name")
+	// a value of a pipeline's environment enum is known, rules or not
+	r = rb.api(t, http.MethodPost, "/api/v1/freezes", rb.tokens["ann"],
+		`{"environment":"gated","until":"`+until+`","reason":"quiet week"}`, nil)
+	require.Equal(t, http.StatusCreated, r.status, r.raw)
+}

@@ -58,6 +58,7 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 	}
 	p := pages.EnvironmentsProps{Pipeline: filter, CSRFToken: csrfToken(c), Flash: flash,
 		CanFreeze: len(u.TeamsWhereMay(task.ActManageFreezes)) > 0}
+	_, p.KnownEnvironments = h.pipelines.EnvironmentKnown("")
 	now := time.Now()
 	if err := h.envFreezes(c, &p, now); err != nil {
 		return err

@@ -67,7 +67,10 @@ type EnvironmentsProps struct {
 	// and the recurring windows of the next days.
 	Freezes   []EnvFreeze
 	CanFreeze bool   // the viewer is an admin of a team
-	Flash     string // a refusal to show (a promotion, a freeze)
+	// KnownEnvironments are the environments a deploy can go to, offered
+	// by the freeze form (a freeze of any other name is refused).
+	KnownEnvironments []string
+	Flash             string // a refusal to show (a promotion, a freeze)
 }
 
 // EnvFreeze is a freeze as the environments page lists it.
