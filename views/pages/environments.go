@@ -66,7 +66,7 @@ type EnvironmentsProps struct {
 	// Freezes are the active and upcoming freezes of the viewer's teams
 	// and the recurring windows of the next days.
 	Freezes   []EnvFreeze
-	CanFreeze bool   // the viewer is an admin of a team
+	CanFreeze bool // the viewer is an admin of a team
 	// KnownEnvironments are the environments a deploy can go to, offered
 	// by the freeze form (a freeze of any other name is refused).
 	KnownEnvironments []string
