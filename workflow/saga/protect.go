@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,8 +140,12 @@ func ProtectDeploy(ctx context.Context, st *store.Store, in *store.TaskInsertPar
 		return err
 	}
 	in.State, in.RunAfter = task.StateAwaitingApproval, o.RunAt
+	covers, err := coveredSteps(p, params, in, r.Roles)
+	if err != nil {
+		return err
+	}
 	in.Reviewers = &store.ReviewersParams{ID: store.NewTaskID(), Environment: env, Required: r.Count, Roles: r.Roles,
-		Timeout: r.Timeout, Wait: e.Wait, Changes: changes}
+		Timeout: r.Timeout, Wait: e.Wait, Changes: changes, Covers: covers}
 	data, _ := json.Marshal(map[string]any{"approval_id": in.Reviewers.ID, "kind": "environment", "required": r.Count,
 		"roles": r.Roles, "expires_at": now.Add(r.Timeout).UTC()})
 	in.Events = append(in.Events, task.Event{Type: task.EventApprovalRequested, Status: task.StatusApproval,
@@ -261,4 +266,38 @@ func enoughReviewers(ctx context.Context, st *store.Store, in *store.TaskInsertP
 	return &Refusal{Code: "not_enough_reviewers", Message: fmt.Sprintf(
 		"a deploy to %s needs %s from people with the role %s other than its creator, and %s approve it: ask an admin to give more people one of those roles",
 		env, words.Count(int64(count), "approval"), strings.Join(roles, " or "), may)}
+}
+
+// coveredSteps are the step approvals of the deploy that its environment's
+// reviewers decide (contract §9): those that will ask (their `when` holds
+// for these params, as the run renders it) and whose roles are all among
+// the reviewers'. A step approval that asks other roles still asks.
+func coveredSteps(p *pipeline.Pipeline, params map[string]any, in *store.TaskInsertParams, reviewerRoles []string) ([]store.CoveredStep, error) {
+	stages, _, err := p.Plan(params)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.CoveredStep
+	for _, st := range stages {
+		for _, ps := range st.Steps {
+			ap := ps.Step.Approval
+			if ap == nil {
+				continue
+			}
+			if ap.When != "" {
+				v, err := renderString(ap.When, templateData(in.ID, in.Team, params, ps))
+				if err != nil || strings.TrimSpace(v) != "true" {
+					continue // the run says why a when does not render
+				}
+			}
+			roles := ap.Roles
+			if len(roles) == 0 {
+				roles = pipeline.ApprovalRolesDefault
+			}
+			if !slices.ContainsFunc(roles, func(r string) bool { return !slices.Contains(reviewerRoles, r) }) {
+				out = append(out, store.CoveredStep{Idx: ps.Index, Name: ps.Name, Roles: roles})
+			}
+		}
+	}
+	return out, nil
 }
