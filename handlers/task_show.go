@@ -12,6 +12,7 @@ import (
 	"flightdeck/internal/auth"
 	"flightdeck/store"
 	"flightdeck/views/pages"
+	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
 
@@ -163,6 +164,11 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 			v.WhyNot = strings.ToUpper(why[:1]) + why[1:] + "."
 		}
 		p.Approvals = append(p.Approvals, v)
+	}
+	if pl, ok := h.pipelines.Get(t.Pipeline); ok && !t.State.Terminal() {
+		for _, d := range saga.Decisions(pl, h.pipelines.Environments(), t, aps) {
+			p.Decisions = append(p.Decisions, pages.DecisionView{What: d.What, Who: d.Who, State: d.State})
+		}
 	}
 	if t.Kind == task.KindDeploy {
 		if err := h.runView(ctx, &p, t, steps, aps, m); err != nil {
