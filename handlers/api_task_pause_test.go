@@ -206,7 +206,7 @@ func TestPauseAndResumeOverTheWebSocket(t *testing.T) {
 func TestDecisionCardOffersWhatTheViewerMayDo(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	hash, err := auth.HashPassword(testPassword)
+	hash, err := testPasswordHash()
 	require.NoError(t, err)
 	_, err = b.store.UserAdd(t.Context(), store.UserAddParams{Email: "ann@acme.test", Team: "acme", Role: auth.RoleApprover, PasswordHash: hash})
 	require.NoError(t, err)

@@ -100,7 +100,7 @@ func (sb *secretBundle) ranWith(t *testing.T, id string) map[string]any {
 // their API token and a signed-in browser.
 func (sb *secretBundle) approver(t *testing.T) (string, *http.Client) {
 	t.Helper()
-	hash, err := auth.HashPassword(testPassword)
+	hash, err := testPasswordHash()
 	require.NoError(t, err)
 	_, err = sb.store.UserAdd(t.Context(), store.UserAddParams{Email: "ann@acme.test", Team: "acme", Role: auth.RoleApprover, PasswordHash: hash})
 	require.NoError(t, err)

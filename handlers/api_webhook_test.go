@@ -23,7 +23,7 @@ import (
 // webhookUsers adds carol (viewer of rival) and returns her token.
 func webhookUsers(t *testing.T, b *testBundle) string {
 	t.Helper()
-	hash, err := auth.HashPassword(testPassword)
+	hash, err := testPasswordHash()
 	require.NoError(t, err)
 	_, err = b.store.UserAdd(t.Context(), store.UserAddParams{Email: "carol@rival.test", Team: "rival", Role: auth.RoleViewer, PasswordHash: hash})
 	require.NoError(t, err)

@@ -129,7 +129,7 @@ func TestApprovalInboxShowsWhatChanges(t *testing.T) {
 // addApprover adds an approver to acme with the test password.
 func addApprover(t *testing.T, b *testBundle, email string) {
 	t.Helper()
-	hash, err := auth.HashPassword(testPassword)
+	hash, err := testPasswordHash()
 	require.NoError(t, err)
 	_, err = b.store.UserAdd(t.Context(), store.UserAddParams{Email: email, Team: "acme", Role: auth.RoleApprover, PasswordHash: hash})
 	require.NoError(t, err)

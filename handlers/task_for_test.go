@@ -61,7 +61,7 @@ func TestActsRefusedByTheTable(t *testing.T) {
 func TestPageOffersWhatTheTableAllows(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	hash, err := auth.HashPassword(testPassword)
+	hash, err := testPasswordHash()
 	require.NoError(t, err)
 	for _, u := range []struct {
 		email string
