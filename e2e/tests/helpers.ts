@@ -1,4 +1,5 @@
 import { expect, Browser, Page } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
 
 // The demo users' password (serve.sh sets FLIGHTDECK_DEV_PASSWORD).
 export const password = process.env.FLIGHTDECK_DEV_PASSWORD ?? 'e2e-demo-password';
@@ -14,4 +15,25 @@ export async function signIn(browser: Browser, email: string, viewport?: { width
   await page.getByTestId('login-submit').click();
   await expect(page).toHaveURL(/\/tasks$/);
   return page;
+}
+
+const bin = process.env.FLIGHTDECK_BIN ?? '../bin/flightdeck';
+
+// addUser creates a person with the CLI in the worker's own database (the
+// one serve.sh started this worker's server on; E2E_DB_NAME, set per worker
+// by playwright.config.ts), in a team made for them when it is new: a spec
+// that asserts on lists or counts signs in as a team of its own.
+export function addUser(email: string, team: string, role = 'admin') {
+  const dataDir = process.env.FLIGHTDECK_DATA_DIR ?? '../.data/test';
+  const env = { ...process.env, FLIGHTDECK_DATA_DIR: dataDir, FLIGHTDECK_DB_DURABILITY: process.env.FLIGHTDECK_DATA_DIR ? 'on' : 'off' };
+  const base = execFileSync(bin, ['db', 'url'], { env }).toString().trim();
+  const url = new URL(base);
+  url.pathname = '/' + (process.env.E2E_DB_NAME ?? 'flightdeck_e2e');
+  execFileSync(bin, ['user', 'add', '--email', email, '--team', team, '--role', role, '--password', password],
+    { env: { ...env, DATABASE_URL: url.toString() } });
+}
+
+// unique is a name part no other spec or run uses.
+export function unique(): string {
+  return `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
 }

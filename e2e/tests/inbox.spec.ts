@@ -1,5 +1,16 @@
 import { test, expect, Page } from '@playwright/test';
-import { signIn } from './helpers';
+import { addUser, signIn, unique } from './helpers';
+
+// A team of its own, so the badge and the inbox count this spec's
+// approvals only, whatever else runs beside it.
+const suffix = unique();
+const team = `inbox-${suffix}`;
+const devEmail = `inbox-dev-${suffix}@e2e.test`;
+const approverEmail = `inbox-approver-${suffix}@e2e.test`;
+test.beforeAll(() => {
+  addUser(devEmail, team, 'deployer');
+  addUser(approverEmail, team, 'approver');
+});
 
 async function submitGated(page: Page, app: string, version: string, env: string): Promise<string> {
   await page.goto('/tasks/new?pipeline=gated-service');
@@ -18,8 +29,8 @@ async function badge(page: Page): Promise<number> {
 }
 
 test('approvals say what changes and who decides; the badge counts them; the creator sees the wait', async ({ browser }) => {
-  const dev = await signIn(browser, 'dev@demo.local');
-  const approver = await signIn(browser, 'approver@demo.local');
+  const dev = await signIn(browser, devEmail);
+  const approver = await signIn(browser, approverEmail);
 
   // Version 1.0 reaches production after an approval: it is the current one.
   const first = await submitGated(dev, 'inbox-shop', '1.0.0', 'production');
@@ -37,6 +48,7 @@ test('approvals say what changes and who decides; the badge counts them; the cre
   // 1.1 waits: the approver sees 1.0.0 → 1.1.0 and a badge one higher.
   await approver.goto('/approvals');
   const before = await badge(approver);
+  expect(before, 'a team of its own: nothing else waits for this approver').toBe(0);
   const second = await submitGated(dev, 'inbox-shop', '1.1.0', 'production');
   await expect(dev.locator('#task-state [data-testid="state-badge"]')).toHaveAttribute('data-state', 'awaiting_approval');
   await approver.setViewportSize({ width: 1400, height: 1000 });
@@ -47,7 +59,7 @@ test('approvals say what changes and who decides; the badge counts them; the cre
   await expect(item.getByTestId('inbox-target')).toHaveText('inbox-shop · production');
   await expect(item.getByTestId('inbox-change')).toHaveText(/version\s+1\.0\.0\s+→\s+1\.1\.0/);
   await expect(item.getByTestId('inbox-step')).toHaveText('release');
-  await expect(item.getByTestId('inbox-deciders')).toHaveText(/any approver or admin, except dev@demo\.local \(who asked\)/);
+  await expect(item.getByTestId('inbox-deciders')).toHaveText(new RegExp(`any approver or admin, except ${devEmail.replace(/\./g, '\\.')} \\(who asked\\)`));
   await expect(item).not.toContainText('{"');
   await approver.screenshot({ path: '/tmp/lists-inbox-1400.png', fullPage: true });
   await approver.setViewportSize({ width: 390, height: 844 });

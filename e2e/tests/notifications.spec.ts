@@ -1,32 +1,17 @@
 import { test, expect } from '@playwright/test';
-import { execFileSync } from 'node:child_process';
 import { createServer, IncomingMessage, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { password } from './helpers';
+import { addUser, password, unique } from './helpers';
 
 // Contract §12: a person's email choices on /account, and a team webhook
 // that speaks chat (format slack) with a test message. The spec makes its
 // own admin in its own team, so it depends on no other spec's data.
 
-const bin = process.env.FLIGHTDECK_BIN ?? '../bin/flightdeck';
-
-// addAdmin creates an admin of a new team with the CLI, against the
-// database serve.sh started the server on.
-function addAdmin(email: string, team: string) {
-  const dataDir = process.env.FLIGHTDECK_DATA_DIR ?? '../.data/test';
-  const env = { ...process.env, FLIGHTDECK_DATA_DIR: dataDir, FLIGHTDECK_DB_DURABILITY: process.env.FLIGHTDECK_DATA_DIR ? 'on' : 'off' };
-  const base = execFileSync(bin, ['db', 'url'], { env }).toString().trim();
-  const url = new URL(base);
-  url.pathname = '/' + (process.env.E2E_DB_NAME ?? 'flightdeck_e2e');
-  execFileSync(bin, ['user', 'add', '--email', email, '--team', team, '--role', 'admin', '--password', password],
-    { env: { ...env, DATABASE_URL: url.toString() } });
-}
-
-const suffix = `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+const suffix = unique();
 const email = `notice-${suffix}@e2e.test`;
 const team = `notice-${suffix}`;
 
-test.beforeAll(() => addAdmin(email, team));
+test.beforeAll(() => addUser(email, team, 'admin'));
 
 async function signIn(page: import('@playwright/test').Page) {
   await page.goto('/login');
