@@ -56,7 +56,7 @@ type Handler struct {
 	// overviewFeed nudges open overviews to fetch their grid again after
 	// their teams' task changes (the grid is the viewer's: their buttons)
 	overviewFeed *dashboardFeed
-	runModels  *runModels // run pages' models, for their sockets to resume from
+	runModels    *runModels // run pages' models, for their sockets to resume from
 
 	webhookGuard *webhook.Guard
 	crossOrigin  *http.CrossOriginProtection
