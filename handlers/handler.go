@@ -41,19 +41,20 @@ type Deps struct {
 
 // Handler carries the dependencies of every handler.
 type Handler struct {
-	cfg        config.Config
-	store      *store.Store
-	logger     *slog.Logger
-	metrics    *httpMetrics
-	reg        *metrics.Registry
-	apiRate    *ratelimit.Limiter // per user: the API and every form
-	wsRate     *ratelimit.Limiter
-	pipelines  *pipeline.Catalog
-	hub        *notify.Hub
-	localStats *local.ProxyStats
-	teamFeed   *teamFeed
-	dashFeed   *dashboardFeed
-	runModels  *runModels // run pages' models, for their sockets to resume from
+	cfg          config.Config
+	store        *store.Store
+	logger       *slog.Logger
+	metrics      *httpMetrics
+	reg          *metrics.Registry
+	apiRate      *ratelimit.Limiter // per user: the API and every form
+	wsRate       *ratelimit.Limiter
+	pipelines    *pipeline.Catalog
+	hub          *notify.Hub
+	localStats   *local.ProxyStats
+	teamFeed     *teamFeed
+	dashFeed     *dashboardFeed
+	overviewFeed *dashboardFeed
+	runModels    *runModels // run pages' models, for their sockets to resume from
 
 	webhookGuard *webhook.Guard
 	crossOrigin  *http.CrossOriginProtection
@@ -116,6 +117,7 @@ func newHandler(d Deps) *Handler {
 	}
 	h.teamFeed = newTeamFeed(d.Store, h.pipelines, hub, logger, reg)
 	h.dashFeed = newDashboardFeed(h, reg)
+	h.overviewFeed = newOverviewFeed(h, reg)
 	h.webhookGuard = d.WebhookGuard
 	if h.webhookGuard == nil {
 		var err error

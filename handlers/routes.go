@@ -66,6 +66,8 @@ func New(d Deps) *echo.Echo {
 	app.POST("/agent", h.agentCreate, h.rateLimit)
 	app.GET("/approvals", h.approvalInbox)
 	app.POST("/approvals/:task_id/:approval_id", h.approvalDecide, h.rateLimit)
+	app.GET("/overview", h.overviewShow)
+	app.GET("/overview/live", h.overviewLive)
 	app.GET("/dashboard", h.dashboardShow)
 	app.GET("/pipelines", h.pipelineList)
 	app.GET("/environments", h.environmentList)
@@ -124,6 +126,7 @@ func New(d Deps) *echo.Echo {
 	e.GET("/api/v1/ws", h.wsAPI, h.wsOrigin, h.authenticate, h.requireAPIUser)
 	e.GET("/tasks/:id/ws", h.wsTaskHTML, h.wsOrigin, h.authenticate, h.requireAPIUser)
 	e.GET("/dashboard/ws", h.wsDashboard, h.wsOrigin, h.authenticate, h.requireAPIUser)
+	e.GET("/overview/ws", h.wsOverview, h.wsOrigin, h.authenticate, h.requireAPIUser)
 	e.GET("/tasks/ws", h.wsTaskList, h.wsOrigin, h.authenticate, h.requireAPIUser)
 
 	return e
