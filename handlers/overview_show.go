@@ -178,13 +178,7 @@ type overviewSrc struct {
 // a submit meets (saga.PromotionReadiness).
 func (h *Handler) overviewPromote(ctx context.Context, u *auth.User, pl *pipeline.Pipeline, rules *environment.Rules, k overviewKey,
 	env string, cells map[string]overviewSrc, team string, cell *pages.OvCell, now time.Time) error {
-	var from *environment.Env
-	for _, e := range rules.All() {
-		if e.PromoteTo == env {
-			from = e
-			break
-		}
-	}
+	from := promoteSource(rules, env, cells)
 	if from == nil {
 		return nil
 	}
@@ -230,54 +224,51 @@ func (h *Handler) overviewPromote(ctx context.Context, u *auth.User, pl *pipelin
 	return nil
 }
 
-// envOrder lays out present environments in promotion order: each
-// promote_to chain from where it starts (an environment nothing promotes
-// into), then the rest by name.
+// envOrder lays out present environments in promotion order: those on a
+// promote_to chain by how far along it they are (staging before
+// production; two sources of one environment side by side, by name),
+// then the rest by name. An environment of a chain nobody deployed to yet
+// keeps its column when a present one promotes into it: the cell says
+// what may come.
 func envOrder(rules *environment.Rules, present map[string]bool) []string {
 	all := rules.All()
-	into := map[string]bool{}
-	next := map[string]string{}
+	chain := map[string]bool{}
 	for _, e := range all {
 		if e.PromoteTo != "" {
-			into[e.PromoteTo] = true
-			next[e.Name] = e.PromoteTo
+			chain[e.Name], chain[e.PromoteTo] = true, true
 		}
 	}
-	var starts []string
+	// depth: the longest way into an environment; at most len(all) rounds,
+	// so a cycle in the rules cannot loop.
+	depth := map[string]int{}
+	for range len(all) {
+		changed := false
+		for _, e := range all {
+			if e.PromoteTo != "" && depth[e.PromoteTo] < depth[e.Name]+1 && depth[e.Name]+1 <= len(all) {
+				depth[e.PromoteTo], changed = depth[e.Name]+1, true
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	shown := maps.Clone(present)
 	for _, e := range all {
-		if !into[e.Name] && next[e.Name] != "" {
-			starts = append(starts, e.Name)
+		if e.PromoteTo != "" && present[e.Name] {
+			shown[e.PromoteTo] = true
 		}
 	}
-	slices.Sort(starts)
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range starts {
-		for env := s; env != "" && !seen[env]; env = next[env] {
-			seen[env] = true
-			out = append(out, env)
+	out := slices.Sorted(maps.Keys(shown))
+	slices.SortStableFunc(out, func(a, b string) int {
+		if chain[a] != chain[b] {
+			if chain[a] {
+				return -1
+			}
+			return 1
 		}
-	}
-	// A chain into an environment nobody deploys to keeps its column: the
-	// cell says what may be promoted there. Environments of neither the
-	// rules' chains nor deployed are left out.
-	rest := slices.Sorted(maps.Keys(present))
-	for _, env := range rest {
-		if !seen[env] {
-			out = append(out, env)
-		}
-	}
-	return slices.DeleteFunc(out, func(env string) bool { return !present[env] && !chainTouches(env, next, present) })
-}
-
-// chainTouches says whether env is next to a present environment in a chain.
-func chainTouches(env string, next map[string]string, present map[string]bool) bool {
-	for from, to := range next {
-		if (to == env && present[from]) || (from == env && present[to]) {
-			return true
-		}
-	}
-	return false
+		return depth[a] - depth[b]
+	})
+	return out
 }
 
 // taskVersion is the version a task deploys, as envDeploy says it.
@@ -291,4 +282,34 @@ func taskVersion(pl *pipeline.Pipeline, t *task.Task) string {
 		return fmt.Sprint(v)
 	}
 	return ""
+}
+
+// promoteSource is the environment whose version a promotion into env
+// would take: the one env requires when it promotes into env, else one
+// with a deploy of the row, else the first by name (nil: none promotes
+// into env).
+func promoteSource(rules *environment.Rules, env string, cells map[string]overviewSrc) *environment.Env {
+	var cands []*environment.Env
+	for _, e := range rules.All() {
+		if e.PromoteTo == env {
+			cands = append(cands, e)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	slices.SortFunc(cands, func(a, b *environment.Env) int { return strings.Compare(a.Name, b.Name) })
+	if to := rules.Get(env); to != nil && to.Requires != nil {
+		for _, e := range cands {
+			if e.Name == to.Requires.Env {
+				return e
+			}
+		}
+	}
+	for _, e := range cands {
+		if c, ok := cells[e.Name]; ok && c.env.Current != nil {
+			return e
+		}
+	}
+	return cands[0]
 }
