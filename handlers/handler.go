@@ -41,18 +41,20 @@ type Deps struct {
 
 // Handler carries the dependencies of every handler.
 type Handler struct {
-	cfg          config.Config
-	store        *store.Store
-	logger       *slog.Logger
-	metrics      *httpMetrics
-	reg          *metrics.Registry
-	apiRate      *ratelimit.Limiter // per user: the API and every form
-	wsRate       *ratelimit.Limiter
-	pipelines    *pipeline.Catalog
-	hub          *notify.Hub
-	localStats   *local.ProxyStats
-	teamFeed     *teamFeed
-	dashFeed     *dashboardFeed
+	cfg        config.Config
+	store      *store.Store
+	logger     *slog.Logger
+	metrics    *httpMetrics
+	reg        *metrics.Registry
+	apiRate    *ratelimit.Limiter // per user: the API and every form
+	wsRate     *ratelimit.Limiter
+	pipelines  *pipeline.Catalog
+	hub        *notify.Hub
+	localStats *local.ProxyStats
+	teamFeed   *teamFeed
+	dashFeed   *dashboardFeed
+	// overviewFeed nudges open overviews to fetch their grid again after
+	// their teams' task changes (the grid is the viewer's: their buttons)
 	overviewFeed *dashboardFeed
 	runModels    *runModels // run pages' models, for their sockets to resume from
 
@@ -117,7 +119,8 @@ func newHandler(d Deps) *Handler {
 	}
 	h.teamFeed = newTeamFeed(d.Store, h.pipelines, hub, logger, reg)
 	h.dashFeed = newDashboardFeed(h, reg)
-	h.overviewFeed = newOverviewFeed(h, reg)
+	h.overviewFeed = newPageFeed(h, reg, renderOverviewNudge, "flightdeck_ws_overview_nudges_total",
+		"Overview nudges sent (one per team set and batch of changes): each open overview then fetches its grid again.")
 	h.webhookGuard = d.WebhookGuard
 	if h.webhookGuard == nil {
 		var err error

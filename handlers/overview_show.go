@@ -1,10 +1,7 @@
 package handlers
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"maps"
+	"cmp"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,304 +9,177 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/internal/auth"
 	"flightdeck/internal/words"
-	"flightdeck/store"
 	"flightdeck/views/pages"
 	"flightdeck/workflow/environment"
 	"flightdeck/workflow/pipeline"
-	"flightdeck/workflow/saga"
-	"flightdeck/workflow/task"
 )
 
-// overviewShow is the environment overview (GET /overview): every target
-// of the viewer's teams × environment, live over /overview/ws.
+// overviewShow is the console at a glance: every target × environment of
+// the viewer's teams, environments in promotion order, each cell what runs
+// there and whether the version to its left may be promoted into it now.
 func (h *Handler) overviewShow(c echo.Context) error {
-	p, err := h.loadOverview(c.Request().Context(), userOf(c))
+	filter := c.QueryParam("pipeline")
+	ep, err := h.environmentsProps(c, filter, "")
 	if err != nil {
 		return err
 	}
-	p.CSRFToken = csrfToken(c)
+	p := overviewOf(ep, h.pipelines, time.Now())
+	p.CSRFToken, p.Filter, p.Names = ep.CSRFToken, filter, ep.Names
 	return h.render(c, http.StatusOK, "Overview", "overview", pages.Overview(p))
 }
 
-// overviewKey groups a pipeline's targets by their params but the
-// environment: one row of the overview.
-type overviewKey struct{ teamID, pipeline, rest string }
-
-// loadOverview reads what the overview shows to u. Every number comes
-// from the stores the environments page and the submit read: the current
-// deploy is EnvironmentList's, readiness is saga.PromotionReadiness (the
-// rules ProtectDeploy applies), never a rule of its own.
-func (h *Handler) loadOverview(ctx context.Context, u *auth.User) (pages.OverviewProps, error) {
+// overviewOf arranges the environments page's targets as the overview's
+// grid: a row per target without its environment, a column per
+// environment, in promotion order.
+func overviewOf(ep pages.EnvironmentsProps, catalog *pipeline.Catalog, now time.Time) pages.OverviewProps {
+	rules := catalog.Environments()
+	type rowKey struct{ team, pipeline, target string }
 	var p pages.OverviewProps
-	envs, err := h.store.EnvironmentList(ctx, store.EnvironmentListParams{TeamIDs: u.TeamIDs()})
-	if err != nil {
-		return p, err
-	}
-	health, err := h.store.LocalHealthList(ctx, u.TeamIDs())
-	if err != nil {
-		return p, err
-	}
-	hosts := map[string]store.LocalHostHealth{}
-	for _, hh := range health {
-		hosts[hh.TeamID+" "+hh.Host] = hh
-	}
-	var canaries []store.LocalCanary
-	for _, id := range u.TeamIDs() {
-		cs, err := h.store.LocalCanaryList(ctx, id)
-		if err != nil {
-			return p, err
+	rows := map[rowKey]int{}
+	cells := map[rowKey]map[string]*pages.EnvTarget{}
+	var envs []string
+	for _, g := range ep.Pipelines {
+		envParam := ""
+		if pl, ok := catalog.Get(g.Name); ok {
+			envParam = pl.EnvironmentParam()
 		}
-		canaries = append(canaries, cs...)
-	}
-	shares := canaryShares(canaries)
-	// What runs and waits, one read for every target.
-	var open []string
-	for _, e := range envs {
-		if e.Running != nil {
-			open = append(open, *e.Running)
+		for i := range g.Targets {
+			t := &g.Targets[i]
+			var rest []string
+			for _, kv := range t.TargetPairs {
+				if k, _, _ := strings.Cut(kv, "="); k != envParam || envParam == "" {
+					rest = append(rest, kv)
+				}
+			}
+			env := t.Environment
+			if env == "" {
+				env = "(no environment)"
+			}
+			k := rowKey{t.Team, g.Name, strings.Join(rest, " ")}
+			if _, ok := rows[k]; !ok {
+				rows[k] = len(p.Rows)
+				p.Rows = append(p.Rows, pages.OverviewRow{Team: t.Team, Pipeline: g.Name, Target: cmp.Or(k.target, "(one target)")})
+				cells[k] = map[string]*pages.EnvTarget{}
+			}
+			cells[k][env] = t
+			if !slices.Contains(envs, env) {
+				envs = append(envs, env)
+			}
+			// where it promotes shows too: an empty production beside staging
+			if e := rules.Get(env); e != nil && e.PromoteTo != "" && !slices.Contains(envs, e.PromoteTo) {
+				envs = append(envs, e.PromoteTo)
+			}
 		}
-		open = append(open, e.WaitingIDs...)
 	}
-	tasks, err := h.store.TaskGetMany(ctx, u.TeamIDs(), open)
-	if err != nil {
-		return p, err
+	p.Envs = promotionOrder(rules, envs)
+	for k, i := range rows {
+		r := &p.Rows[i]
+		for _, env := range p.Envs {
+			t := cells[k][env]
+			c := pages.OverviewCell{Env: env, Deploy: t}
+			if t != nil {
+				c.Running, c.Waiting, c.Frozen = t.Running, t.Waiting, t.Frozen
+			}
+			if c.Frozen == nil {
+				c.Frozen = activeFreeze(ep.Freezes, env, now)
+			}
+			readiness(&c, rules, p.Envs, cells[k], now)
+			r.Cells = append(r.Cells, c)
+		}
 	}
-	byID := map[string]*task.Task{}
-	for _, t := range tasks {
-		byID[t.ID] = t
-	}
-	rules := h.pipelines.Environments()
-	now := time.Now()
+	slices.SortFunc(p.Rows, func(a, b pages.OverviewRow) int {
+		return strings.Compare(a.Pipeline+"\x00"+a.Target+"\x00"+a.Team, b.Pipeline+"\x00"+b.Target+"\x00"+b.Team)
+	})
+	return p
+}
 
-	rows := map[overviewKey]map[string]overviewSrc{} // by environment
-	var order []overviewKey
-	pipeEnvs := map[string]map[string]bool{}
+// promotionOrder orders environments as promotions go: each chain of
+// promote_to from its start (an environment nothing promotes into), chains
+// by their start's name, then the rest by name. Staging comes before
+// production.
+func promotionOrder(rules *environment.Rules, envs []string) []string {
+	into := map[string]bool{}
 	for _, e := range envs {
-		pl, _ := h.pipelines.Get(e.Pipeline)
-		var target map[string]any
-		if pl == nil || pl.EnvironmentParam() == "" || json.Unmarshal([]byte(e.TargetKey), &target) != nil {
-			continue // no environments to lay out
+		if r := rules.Get(e); r != nil && r.PromoteTo != "" {
+			into[r.PromoteTo] = true
 		}
-		env := pl.EnvironmentOf(target)
-		if env == "" {
+	}
+	sorted := slices.Sorted(slices.Values(envs))
+	var out []string
+	for _, start := range sorted {
+		if into[start] {
 			continue
 		}
-		rest := maps.Clone(target)
-		delete(rest, pl.EnvironmentParam())
-		k := overviewKey{e.TeamID, e.Pipeline, pl.TargetKey(rest)}
-		if rows[k] == nil {
-			rows[k] = map[string]overviewSrc{}
-			order = append(order, k)
-		}
-		rows[k][env] = overviewSrc{e, target}
-		if pipeEnvs[e.Pipeline] == nil {
-			pipeEnvs[e.Pipeline] = map[string]bool{}
-		}
-		pipeEnvs[e.Pipeline][env] = true
-	}
-	slices.SortStableFunc(order, func(a, b overviewKey) int {
-		return strings.Compare(a.pipeline+"\x00"+a.rest+"\x00"+a.teamID, b.pipeline+"\x00"+b.rest+"\x00"+b.teamID)
-	})
-	for _, k := range order {
-		pl, _ := h.pipelines.Get(k.pipeline)
-		if n := len(p.Pipelines); n == 0 || p.Pipelines[n-1].Name != k.pipeline {
-			p.Pipelines = append(p.Pipelines, pages.OvPipeline{Name: k.pipeline, Envs: envOrder(rules, pipeEnvs[k.pipeline])})
-		}
-		group := &p.Pipelines[len(p.Pipelines)-1]
-		cells := rows[k]
-		var anyCell overviewSrc
-		for _, c := range cells {
-			anyCell = c
-			break
-		}
-		rest := maps.Clone(anyCell.target)
-		delete(rest, pl.EnvironmentParam())
-		row := pages.OvRow{Team: anyCell.env.Team, Target: strings.Join(pairsOf(rest), " ")}
-		for _, env := range group.Envs {
-			cell := pages.OvCell{Env: env}
-			src, ok := cells[env]
-			if ok {
-				e := src.env
-				cell.Current = envDeploy(pl, e.TargetKey, e.Current, now)
-				if hh, ok := hosts[e.TeamID+" "+localHost(e.TargetKey)]; ok {
-					cell.Health = envHealth(hh, now)
-				}
-				if cs, ok := shares[localHost(e.TargetKey)]; ok {
-					cell.Canary = fmt.Sprintf("%s at %d %%", cs.Version, cs.Weight)
-				}
-				ids := e.WaitingIDs
-				if e.Running != nil {
-					ids = append([]string{*e.Running}, ids...)
-				}
-				for _, id := range ids {
-					if t := byID[id]; t != nil {
-						cell.Activity = append(cell.Activity, pages.OvActivity{TaskID: id, Version: taskVersion(pl, t),
-							State: strings.ReplaceAll(string(t.State), "_", " ")})
-					}
-				}
+		for e := start; e != "" && slices.Contains(envs, e) && !slices.Contains(out, e); {
+			out = append(out, e)
+			r := rules.Get(e)
+			if r == nil {
+				break
 			}
-			api, err := saga.APIFreezes(ctx, h.store, k.teamID, env, now)
-			if err != nil {
-				return p, err
-			}
-			if hold, frozen := rules.Get(env).Frozen(api, now); frozen {
-				cell.Frozen = "frozen until " + words.At(hold.Until, now)
-			}
-			if err := h.overviewPromote(ctx, u, pl, rules, k, env, cells, row.Team, &cell, now); err != nil {
-				return p, err
-			}
-			row.Cells = append(row.Cells, cell)
-		}
-		group.Rows = append(group.Rows, row)
-	}
-	return p, nil
-}
-
-// overviewSrc is one environment's target of a row.
-type overviewSrc struct {
-	env    store.Environment
-	target map[string]any
-}
-
-// overviewPromote fills in whether the current version of the environment
-// that promotes into env (its promote_to) may go there now, by the rules
-// a submit meets (saga.PromotionReadiness).
-func (h *Handler) overviewPromote(ctx context.Context, u *auth.User, pl *pipeline.Pipeline, rules *environment.Rules, k overviewKey,
-	env string, cells map[string]overviewSrc, team string, cell *pages.OvCell, now time.Time) error {
-	from := promoteSource(rules, env, cells)
-	if from == nil {
-		return nil
-	}
-	src, ok := cells[from.Name]
-	pr := &pages.OvPromote{Pipeline: pl.Name, Team: team, From: from.Name, To: env, Target: map[string]string{},
-		CanDeploy: u.May(k.teamID, task.ActSubmit)}
-	cell.Promote = pr
-	if !ok || src.env.Current == nil {
-		pr.State, pr.Text = saga.ReadyNotInSource, "nothing deployed in "+from.Name
-		pr.Why = pr.Text + " to promote"
-		return nil
-	}
-	pr.Version = envDeploy(pl, src.env.TargetKey, src.env.Current, now).Version
-	for kk, v := range src.target {
-		if kk != pl.EnvironmentParam() {
-			pr.Target[kk] = fmt.Sprint(v)
+			e = r.PromoteTo
 		}
 	}
-	if cell.Current != nil && cell.Current.Version == pr.Version {
-		pr.State, pr.Text = saga.ReadyThere, pr.Version+" is already here"
-		return nil
-	}
-	r, err := saga.PromotionReadiness(ctx, h.store, pl, k.teamID, src.target, pr.Version, env, rules, now)
-	if err != nil {
-		return err
-	}
-	pr.State, pr.Why = r.State, r.Why
-	switch r.State {
-	case saga.ReadyNow:
-		pr.Text = "ready to promote"
-	case saga.ReadySoaking:
-		pr.Text = "soaking until " + words.At(r.Until, now)
-	case saga.ReadyFrozen:
-		pr.Text = "frozen until " + words.At(r.Until, now)
-	case saga.ReadyNotInSource:
-		pr.Text = "not in " + from.Name
-	default:
-		pr.Text = "not accepted here"
-	}
-	if !pr.CanDeploy && r.State == saga.ReadyNow {
-		pr.Why = "deploying " + task.WhyNot(task.ActSubmit) + " in the team"
-	}
-	return nil
-}
-
-// envOrder lays out present environments in promotion order: those on a
-// promote_to chain by how far along it they are (staging before
-// production; two sources of one environment side by side, by name),
-// then the rest by name. An environment of a chain nobody deployed to yet
-// keeps its column when a present one promotes into it: the cell says
-// what may come.
-func envOrder(rules *environment.Rules, present map[string]bool) []string {
-	all := rules.All()
-	chain := map[string]bool{}
-	for _, e := range all {
-		if e.PromoteTo != "" {
-			chain[e.Name], chain[e.PromoteTo] = true, true
+	for _, e := range sorted { // cycles, and what only a cycle reaches
+		if !slices.Contains(out, e) {
+			out = append(out, e)
 		}
 	}
-	// depth: the longest way into an environment; at most len(all) rounds,
-	// so a cycle in the rules cannot loop.
-	depth := map[string]int{}
-	for range len(all) {
-		changed := false
-		for _, e := range all {
-			if e.PromoteTo != "" && depth[e.PromoteTo] < depth[e.Name]+1 && depth[e.Name]+1 <= len(all) {
-				depth[e.PromoteTo], changed = depth[e.Name]+1, true
-			}
-		}
-		if !changed {
-			break
-		}
-	}
-	shown := maps.Clone(present)
-	for _, e := range all {
-		if e.PromoteTo != "" && present[e.Name] {
-			shown[e.PromoteTo] = true
-		}
-	}
-	out := slices.Sorted(maps.Keys(shown))
-	slices.SortStableFunc(out, func(a, b string) int {
-		if chain[a] != chain[b] {
-			if chain[a] {
-				return -1
-			}
-			return 1
-		}
-		return depth[a] - depth[b]
-	})
 	return out
 }
 
-// taskVersion is the version a task deploys, as envDeploy says it.
-func taskVersion(pl *pipeline.Pipeline, t *task.Task) string {
-	if pl == nil || pl.VersionParam() == "" {
-		return ""
+// activeFreeze is the freeze holding env now (the longest), nil for none.
+func activeFreeze(fs []pages.EnvFreeze, env string, now time.Time) *pages.EnvFreeze {
+	var out *pages.EnvFreeze
+	for i, f := range fs {
+		if f.Environment == env && !f.From.After(now) && f.Until.After(now) && (out == nil || f.Until.After(out.Until)) {
+			out = &fs[i]
+		}
 	}
-	var params map[string]any
-	_ = json.Unmarshal(t.Params, &params)
-	if v, ok := params[pl.VersionParam()]; ok {
-		return fmt.Sprint(v)
-	}
-	return ""
+	return out
 }
 
-// promoteSource is the environment whose version a promotion into env
-// would take: the one env requires when it promotes into env, else one
-// with a deploy of the row, else the first by name (nil: none promotes
-// into env).
-func promoteSource(rules *environment.Rules, env string, cells map[string]overviewSrc) *environment.Env {
-	var cands []*environment.Env
-	for _, e := range rules.All() {
-		if e.PromoteTo == env {
-			cands = append(cands, e)
+// readiness says whether the current version of the environment that
+// promotes into c's may be promoted into it now, by the rules a submit
+// applies (environment.Env's freeze and promotion gate): ready, current
+// (it runs there already), soaking, frozen, or missing (the source has
+// none). A cell nothing promotes into has none.
+func readiness(c *pages.OverviewCell, rules *environment.Rules, envs []string, row map[string]*pages.EnvTarget, now time.Time) {
+	from := ""
+	for _, env := range envs { // in promotion order: the first that promotes here
+		if r := rules.Get(env); r != nil && r.PromoteTo == c.Env {
+			from = env
+			break
 		}
 	}
-	if len(cands) == 0 {
-		return nil
+	if from == "" {
+		return
 	}
-	slices.SortFunc(cands, func(a, b *environment.Env) int { return strings.Compare(a.Name, b.Name) })
-	if to := rules.Get(env); to != nil && to.Requires != nil {
-		for _, e := range cands {
-			if e.Name == to.Requires.Env {
-				return e
-			}
+	var cur *pages.EnvDeploy
+	if src := row[from]; src != nil {
+		c.Promote, cur = src.Promote, src.Current
+	}
+	switch {
+	case cur == nil:
+		c.Ready, c.ReadyText = "missing", "nothing in "+from+" to promote"
+		return
+	case c.Deploy != nil && c.Deploy.Current != nil && c.Deploy.Current.Version == cur.Version:
+		c.Ready, c.ReadyText = "current", cur.Version+" from "+from+" runs here"
+		return
+	case c.Frozen != nil:
+		c.Ready, c.ReadyText = "frozen", "frozen until "+words.At(c.Frozen.Until, now)+": "+cur.Version+" from "+from+" waits"
+		return
+	}
+	if e := rules.Get(c.Env); e != nil && e.Versions != nil && !e.VersionOK(cur.Version) {
+		c.Ready, c.ReadyText = "refused", c.Env+" does not take version "+cur.Version
+		return
+	}
+	if e := rules.Get(c.Env); e != nil && e.Requires != nil && e.Requires.Env == from {
+		finished := cur.FinishedAt
+		if ok, _ := e.PromotionCheck(cur.Version, &finished, now); !ok {
+			c.Ready, c.ReadyText = "soaking", cur.Version+" soaks in "+from+" until "+words.At(finished.Add(e.Requires.Soak), now)
+			return
 		}
 	}
-	for _, e := range cands {
-		if c, ok := cells[e.Name]; ok && c.env.Current != nil {
-			return e
-		}
-	}
-	return cands[0]
+	c.Ready, c.ReadyText = "ready", cur.Version+" from "+from+" is ready to promote"
 }

@@ -1,23 +1,18 @@
 package handlers
 
 import (
-	"cmp"
 	"context"
-	"fmt"
-	"time"
+	"strconv"
+	"sync/atomic"
 
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
-
-	"flightdeck/internal/config"
-	"flightdeck/internal/metrics"
 )
 
-// wsOverview keeps an open overview current. The overview's cells depend
-// on the viewer (may they promote?), so the feed, shared per team set like
-// the dashboard's, does not send cells: after task changes in the teams
-// (coalesced) and every refresh it sends a ping element that makes the
-// page fetch /overview/live with its own session.
+// wsOverview keeps an open overview current: after its teams' task changes
+// (coalesced, like the dashboard's) and every refresh, the socket sends a
+// nudge that makes the page fetch its grid again. The grid is rendered per
+// viewer (what they may promote), so the socket carries no grid itself.
 func (h *Handler) wsOverview(c echo.Context) error {
 	conn, err := h.acceptWS(c)
 	if err != nil || conn == nil {
@@ -26,31 +21,20 @@ func (h *Handler) wsOverview(c echo.Context) error {
 	defer conn.close(websocket.StatusNormalClosure, "")
 	stop := h.overviewFeed.subscribe(userOf(c).TeamIDs(), conn.send)
 	defer stop()
+	defer h.watchApprovals(conn, userOf(c), shownBadge(c.QueryParam("badge")))()
 	go conn.drain() // the overview sends nothing
 	<-conn.ctx.Done()
 	return nil
 }
 
-// newOverviewFeed is the dashboard feed's loop with the overview's ping
-// as its render.
-func newOverviewFeed(h *Handler, reg *metrics.Registry) *dashboardFeed {
-	renders := metrics.Registered(reg, metrics.NewCounter("flightdeck_ws_overview_pings_total",
-		"Live overview pings sent (one per team set and batch of changes, however many sockets watch)."))
-	return &dashboardFeed{
-		render:   renderOverviewPing,
-		teamsOf:  h.store.TaskTeamIDs,
-		hub:      h.hub,
-		logger:   h.logger,
-		renders:  renders,
-		coalesce: cmp.Or(h.cfg.DashboardCoalesce, config.DashboardCoalesceDefault),
-		refresh:  cmp.Or(h.cfg.DashboardRefresh, config.DashboardRefreshDefault),
-		groups:   map[string]*dashboardGroup{},
-	}
-}
+var overviewNudges atomic.Uint64
 
-// renderOverviewPing is the element the socket swaps in: loaded, it
-// fetches the viewer's own overview. Its nonce makes every ping a change.
-func renderOverviewPing(_ context.Context, _ []string) ([]byte, error) {
-	return fmt.Appendf(nil, `<div id="overview-ping" data-nonce="%d" hx-get="/overview/live" hx-trigger="load" `+
-		`hx-target="#overview-live" hx-swap="outerHTML"></div>`, time.Now().UnixNano()), nil
+// renderOverviewNudge is the socket's nudge: an out-of-band swap of an
+// element that htmx, on loading it, answers with a GET of the overview
+// (its pipeline filter included) whose grid replaces the page's. Each
+// nudge differs (n), so it is a new element that loads again.
+func renderOverviewNudge(context.Context, []string) ([]byte, error) {
+	n := strconv.FormatUint(overviewNudges.Add(1), 10)
+	return []byte(`<div id="overview-live" hx-swap-oob="true"><div hx-get="/overview" hx-include="#overview-pipeline" hx-trigger="load"` +
+		` hx-select="#overview" hx-target="#overview" hx-swap="outerHTML" data-n="` + n + `"></div></div>`), nil
 }
