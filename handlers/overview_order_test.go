@@ -53,3 +53,20 @@ func TestReadinessSourceOfTwo(t *testing.T) {
 	require.Equal(t, "ready", c.Ready, c.ReadyText)
 	require.Contains(t, c.ReadyText, "1.4.0 from staging")
 }
+
+// TestReadinessSourceThatChangesSomething: of two sources with a deploy,
+// the one whose version already runs in production is not offered.
+func TestReadinessSourceThatChangesSomething(t *testing.T) {
+	t.Parallel()
+	rules := twoSources()
+	envs := promotionOrder(rules, []string{"production", "staging", "hotfix"})
+	row := map[string]*pages.EnvTarget{
+		"hotfix":     {Environment: "hotfix", Current: &pages.EnvDeploy{Version: "1.4.0"}},
+		"staging":    {Environment: "staging", Current: &pages.EnvDeploy{Version: "1.5.0"}},
+		"production": {Environment: "production", Current: &pages.EnvDeploy{Version: "1.4.0"}},
+	}
+	c := pages.OverviewCell{Env: "production", Deploy: row["production"]}
+	readiness(&c, rules, envs, row, time.Now())
+	require.Equal(t, "ready", c.Ready, c.ReadyText)
+	require.Contains(t, c.ReadyText, "1.5.0 from staging")
+}

@@ -185,8 +185,8 @@ func readiness(c *pages.OverviewCell, rules *environment.Rules, envs []string, r
 
 // promoteSource is the environment whose version a promotion into env
 // takes: the one env requires (its promotion gate) when it promotes here,
-// else the first in promotion order with a deploy of the row, else the
-// first that promotes here; "" when none does. With two sources (staging
+// else the first in promotion order with a deploy of the row (one whose
+// version does not run here yet first), else the first that promotes here; "" when none does. With two sources (staging
 // and hotfix into production) the first by name alone may have nothing.
 func promoteSource(env string, rules *environment.Rules, envs []string, row map[string]*pages.EnvTarget) string {
 	var cands []string
@@ -200,6 +200,17 @@ func promoteSource(env string, rules *environment.Rules, envs []string, row map[
 	}
 	if to := rules.Get(env); to != nil && to.Requires != nil && slices.Contains(cands, to.Requires.Env) {
 		return to.Requires.Env
+	}
+	// A source whose version runs here already has nothing to promote:
+	// prefer one that would change something.
+	here := ""
+	if t := row[env]; t != nil && t.Current != nil {
+		here = t.Current.Version
+	}
+	for _, e := range cands {
+		if t := row[e]; t != nil && t.Current != nil && t.Current.Version != here {
+			return e
+		}
 	}
 	for _, e := range cands {
 		if t := row[e]; t != nil && t.Current != nil {
