@@ -16,7 +16,7 @@ async function deploy(page: Page, version: string) {
 }
 
 test('versions link to their release and the change to its comparison', async ({ browser }) => {
-  const dev = await signIn(browser, 'dev@demo.local');
+  const dev = await signIn(browser, 'dev@demo.local', { width: 1400, height: 900 });
   await deploy(dev, '1.0.0');
   const summary = dev.getByTestId('deploy-summary');
   await expect(summary.getByTestId('version-link')).toHaveAttribute('href', `http://127.0.0.1:3000/${app}/releases/tag/v1.0.0`);
