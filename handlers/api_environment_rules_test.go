@@ -116,11 +116,16 @@ func TestEnvironmentRulesOverTheAPI(t *testing.T) {
 	require.NoError(t, err)
 	require.InDelta(t, 7200, secs, 120)
 
-	// Another team's deploys into production are not frozen by acme's freeze.
+	// Another team's deploys into production are not frozen by acme's
+	// freeze; but rival has nobody but bob, so its reviewers can never be
+	// found (contract §9).
 	r = rb.api(t, http.MethodPost, "/api/v1/tasks", rb.bobToken,
 		`{"kind":"deploy","pipeline":"svc","params":{"app":"shop","version":"1.0.0","env":"production"}}`, nil)
-	require.Equal(t, http.StatusAccepted, r.status, r.raw)
-	require.Equal(t, "awaiting_approval", r.body["state"])
+	require.Equal(t, http.StatusConflict, r.status, r.raw)
+	code, _ = errCode(r)
+	require.Equal(t, "not_enough_reviewers", code)
+	require.Contains(t, r.raw, "needs 2 approvals")
+	require.Contains(t, r.raw, "nobody else in the team may approve it")
 
 	// Break-glass: admins, with a reason.
 	override := `,"override":{"reason":"hotfix for incident 4711"}`
@@ -236,4 +241,62 @@ func TestPromoteAndTwoReviewersOverTheAPI(t *testing.T) {
 	decisions := r.body["approvals"].([]any)[0].(map[string]any)["decisions"].([]any)
 	require.Len(t, decisions, 2)
 	require.Equal(t, "pat@acme.test", decisions[0].(map[string]any)["by"])
+}
+
+// TestNotEnoughReviewersAtSubmit: a submit whose reviewers can never be
+// found is refused at once, saying how many are needed and how many may;
+// the creator never counts (four eyes), and once the team has enough
+// people the same submit is accepted.
+func TestNotEnoughReviewersAtSubmit(t *testing.T) {
+	t.Parallel()
+	rb := setupRules(t)
+	submit := func(who string) apiResp {
+		return rb.api(t, http.MethodPost, "/api/v1/tasks", rb.tokens[who],
+			`{"kind":"deploy","pipeline":"svc","params":{"app":"shop","version":"1.0.0","env":"production"}}`, nil)
+	}
+	for _, p := range []struct {
+		name string
+		role auth.Role
+	}{{"sam", auth.RoleApprover}, {"una", auth.RoleAdmin}, {"dee", auth.RoleDeployer}} {
+		testfactory.User(t, rb.store, p.name+"@solo.test", "solo", p.role)
+		secret, h := auth.NewSecret(auth.TokenPrefix)
+		require.NoError(t, rb.store.TokenCreate(t.Context(), p.name+"@solo.test", "test", h))
+		rb.tokens[p.name] = secret
+	}
+	// sam is an approver: of approver/admin, only una is left
+	r := submit("sam")
+	require.Equal(t, http.StatusConflict, r.status, r.raw)
+	code, _ := errCode(r)
+	require.Equal(t, "not_enough_reviewers", code)
+	require.Contains(t, r.raw, "needs 2 approvals")
+	require.Contains(t, r.raw, "only 1 other person in the team may approve it")
+	// dee is a deployer: sam and una may, which is enough
+	r = submit("dee")
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+	require.Equal(t, "awaiting_approval", r.body["state"])
+	// a second approver joins: sam's deploy can find its reviewers now
+	testfactory.User(t, rb.store, "ray@solo.test", "solo", auth.RoleApprover)
+	r = submit("sam")
+	require.Equal(t, http.StatusAccepted, r.status, r.raw)
+}
+
+// TestFreezeOfAnUnknownEnvironment: a freeze of a name no deploy can go to
+// would protect nothing: 422 on environment, naming the ones there are
+// (contract §9); the page's form says the same.
+func TestFreezeOfAnUnknownEnvironment(t *testing.T) {
+	t.Parallel()
+	rb := setupRules(t)
+	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	r := rb.api(t, http.MethodPost, "/api/v1/freezes", rb.tokens["ann"],
+		`{"environment":"prodution","until":"`+until+`","reason":"typo"}`, nil)
+	require.Equal(t, http.StatusUnprocessableEntity, r.status, r.raw)
+	code, field := errCode(r)
+	require.Equal(t, "invalid", code)
+	require.Equal(t, "environment", field)
+	require.Contains(t, r.raw, "prodution")
+	require.Contains(t, r.raw, "gated, production, staging", "the known environments, by name")
+	// a value of a pipeline's environment enum is known, rules or not
+	r = rb.api(t, http.MethodPost, "/api/v1/freezes", rb.tokens["ann"],
+		`{"environment":"gated","until":"`+until+`","reason":"quiet week"}`, nil)
+	require.Equal(t, http.StatusCreated, r.status, r.raw)
 }

@@ -1,8 +1,11 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -36,6 +39,22 @@ func apiFreeze(f *store.Freeze) freezeJSON {
 
 var freezeEnvName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
+// unknownEnvironment says why env cannot be frozen ("" when it can): a
+// freeze of a name no deploy can go to protects nothing (contract §9), so
+// the message names the environments there are.
+func (h *Handler) unknownEnvironment(env string) string {
+	ok, known := h.pipelines.EnvironmentKnown(env)
+	switch {
+	case freezeEnvName.MatchString(env) && ok:
+		return ""
+	case len(known) == 0:
+		return "no pipeline deploys to an environment named " + strconv.Quote(env)
+	case env == "":
+		return "name the environment to freeze: one of " + strings.Join(known, ", ")
+	}
+	return fmt.Sprintf("no deploy can go to an environment named %q: the environments are %s", env, strings.Join(known, ", "))
+}
+
 func (h *Handler) apiFreezeCreate(c echo.Context) error {
 	u := userOf(c)
 	var req freezeCreateRequest
@@ -46,8 +65,8 @@ func (h *Handler) apiFreezeCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !freezeEnvName.MatchString(req.Environment) {
-		return errInvalid("environment", "environment must name an environment (letters, digits, . _ -)")
+	if why := h.unknownEnvironment(req.Environment); why != "" {
+		return errInvalid("environment", "%s", why)
 	}
 	reason, err := personText("reason", req.Reason, 1)
 	if err != nil {

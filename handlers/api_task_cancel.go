@@ -1,12 +1,10 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
-	"flightdeck/store"
 	"flightdeck/workflow/task"
 )
 
@@ -26,11 +24,8 @@ func (h *Handler) cancelTask(c echo.Context, id string) (*task.Task, error) {
 		return nil, err
 	}
 	t, err = h.store.TaskCancel(ctx, []string{t.TeamID}, id, u.Email)
-	switch {
-	case errors.Is(err, store.ErrTerminal):
-		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the task already ended"}
-	case errors.Is(err, store.ErrConflict):
-		return nil, &APIError{Status: http.StatusConflict, Code: "conflict", Message: "the task is already undoing its steps"}
+	if err != nil {
+		return nil, runControlError(err) // task.CancelOf's why
 	}
 	return t, err
 }

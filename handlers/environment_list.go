@@ -32,22 +32,33 @@ func (h *Handler) environmentList(c echo.Context) error {
 // renderEnvironments renders the environments page, with a refusal to
 // show (flash) when a form on it was refused.
 func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) error {
-	u := userOf(c)
-	filter := c.QueryParam("pipeline")
-	envs, err := h.store.EnvironmentList(c.Request().Context(), store.EnvironmentListParams{
-		TeamIDs: u.TeamIDs(), Pipeline: filter, History: envHistoryShown})
+	p, err := h.environmentsProps(c, c.QueryParam("pipeline"), flash)
 	if err != nil {
 		return err
 	}
+	return h.render(c, status, "Environments", "environments", pages.Environments(p))
+}
+
+// environmentsProps reads what the environments page (and the overview,
+// which shows the same targets as a grid) shows the viewer: every target
+// of filter's pipeline ("" for all), with its current deploy, health,
+// canary, freeze and promotion.
+func (h *Handler) environmentsProps(c echo.Context, filter, flash string) (pages.EnvironmentsProps, error) {
+	u := userOf(c)
+	envs, err := h.store.EnvironmentList(c.Request().Context(), store.EnvironmentListParams{
+		TeamIDs: u.TeamIDs(), Pipeline: filter, History: envHistoryShown})
+	if err != nil {
+		return pages.EnvironmentsProps{}, err
+	}
 	health, err := h.store.LocalHealthList(c.Request().Context(), u.TeamIDs())
 	if err != nil {
-		return err
+		return pages.EnvironmentsProps{}, err
 	}
 	var canaries []store.LocalCanary
 	for _, id := range u.TeamIDs() {
 		cs, err := h.store.LocalCanaryList(c.Request().Context(), id)
 		if err != nil {
-			return err
+			return pages.EnvironmentsProps{}, err
 		}
 		canaries = append(canaries, cs...)
 	}
@@ -58,9 +69,10 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 	}
 	p := pages.EnvironmentsProps{Pipeline: filter, CSRFToken: csrfToken(c), Flash: flash,
 		CanFreeze: len(u.TeamsWhereMay(task.ActManageFreezes)) > 0}
+	_, p.KnownEnvironments = h.pipelines.EnvironmentKnown("")
 	now := time.Now()
 	if err := h.envFreezes(c, &p, now); err != nil {
-		return err
+		return pages.EnvironmentsProps{}, err
 	}
 	for _, pl := range h.pipelines.All() {
 		p.Names = append(p.Names, pl.Name)
@@ -78,7 +90,7 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 	}
 	skipped, err := h.store.TaskSkippedSteps(c.Request().Context(), current)
 	if err != nil {
-		return err
+		return pages.EnvironmentsProps{}, err
 	}
 	for _, e := range envs {
 		if n := len(p.Pipelines); n == 0 || p.Pipelines[n-1].Name != e.Pipeline {
@@ -123,7 +135,7 @@ func (h *Handler) renderEnvironments(c echo.Context, status int, flash string) e
 		}
 		group.Targets = append(group.Targets, t)
 	}
-	return h.render(c, status, "Environments", "environments", pages.Environments(p))
+	return p, nil
 }
 
 // envFreezes lists the freezes on the page.

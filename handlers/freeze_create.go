@@ -23,8 +23,9 @@ func (h *Handler) freezeCreate(c echo.Context) error {
 	reason, rerr := personText("reason", c.FormValue("reason"), 1)
 	minutes, err := strconv.Atoi(c.FormValue("minutes"))
 	switch {
-	case !freezeEnvName.MatchString(env):
-		return h.renderEnvironments(c, http.StatusUnprocessableEntity, "Name the environment to freeze.")
+	case h.unknownEnvironment(env) != "":
+		why := h.unknownEnvironment(env)
+		return h.renderEnvironments(c, http.StatusUnprocessableEntity, strings.ToUpper(why[:1])+why[1:]+".")
 	case err != nil || minutes < 1 || minutes > 366*24*60:
 		return h.renderEnvironments(c, http.StatusUnprocessableEntity, "A freeze lasts from a minute to a year.")
 	case rerr != nil:

@@ -53,7 +53,10 @@ type Handler struct {
 	localStats *local.ProxyStats
 	teamFeed   *teamFeed
 	dashFeed   *dashboardFeed
-	runModels  *runModels // run pages' models, for their sockets to resume from
+	// overviewFeed nudges open overviews to fetch their grid again after
+	// their teams' task changes (the grid is the viewer's: their buttons)
+	overviewFeed *dashboardFeed
+	runModels    *runModels // run pages' models, for their sockets to resume from
 
 	webhookGuard *webhook.Guard
 	crossOrigin  *http.CrossOriginProtection
@@ -116,6 +119,8 @@ func newHandler(d Deps) *Handler {
 	}
 	h.teamFeed = newTeamFeed(d.Store, h.pipelines, hub, logger, reg)
 	h.dashFeed = newDashboardFeed(h, reg)
+	h.overviewFeed = newPageFeed(h, reg, renderOverviewNudge, "flightdeck_ws_overview_nudges_total",
+		"Overview nudges sent (one per team set and batch of changes): each open overview then fetches its grid again.")
 	h.webhookGuard = d.WebhookGuard
 	if h.webhookGuard == nil {
 		var err error

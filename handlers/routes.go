@@ -42,7 +42,7 @@ func New(d Deps) *echo.Echo {
 	// Browser pages: session cookie + CSRF; a request waits on the database
 	// at most RequestTimeout, then answers 503.
 	pages := e.Group("", middleware.BodyLimit("1M"), h.deadline, h.authenticate, h.csrf)
-	pages.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/tasks") })
+	pages.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/overview") })
 	pages.GET("/login", h.loginShow)
 	pages.POST("/login", h.loginSubmit, h.csrfLogin)
 	pages.GET("/login/link/:token", h.loginLink)
@@ -68,6 +68,7 @@ func New(d Deps) *echo.Echo {
 	app.POST("/approvals/:task_id/:approval_id", h.approvalDecide, h.rateLimit)
 	app.GET("/dashboard", h.dashboardShow)
 	app.GET("/pipelines", h.pipelineList)
+	app.GET("/overview", h.overviewShow)
 	app.GET("/environments", h.environmentList)
 	app.GET("/environments/canary", h.environmentCanary)
 	app.POST("/environments/promote", h.environmentPromote, h.rateLimit)
@@ -124,6 +125,7 @@ func New(d Deps) *echo.Echo {
 	e.GET("/api/v1/ws", h.wsAPI, h.wsOrigin, h.authenticate, h.requireAPIUser)
 	e.GET("/tasks/:id/ws", h.wsTaskHTML, h.wsOrigin, h.authenticate, h.requireAPIUser)
 	e.GET("/dashboard/ws", h.wsDashboard, h.wsOrigin, h.authenticate, h.requireAPIUser)
+	e.GET("/overview/ws", h.wsOverview, h.wsOrigin, h.authenticate, h.requireAPIUser)
 	e.GET("/tasks/ws", h.wsTaskList, h.wsOrigin, h.authenticate, h.requireAPIUser)
 
 	return e

@@ -12,6 +12,7 @@ import (
 	"flightdeck/internal/auth"
 	"flightdeck/store"
 	"flightdeck/views/pages"
+	"flightdeck/workflow/saga"
 	"flightdeck/workflow/task"
 )
 
@@ -83,7 +84,9 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 	// admin's decision is awaited, so they are not offered then.
 	undoing := t.State == task.StateCompensating || t.State == task.StateNeedsAttention
 	p.CanSetPriority = u.May(t.TeamID, task.ActSetPriority) && !undoing
-	p.CanCancel = u.May(t.TeamID, task.ActCancel) && !undoing
+	// the store's rule (whether steps ran changes only what a cancel does)
+	cancel, _ := task.CancelOf(t.State, true)
+	p.CanCancel = u.May(t.TeamID, task.ActCancel) && cancel != task.CancelRefused
 	p.CanRerun = u.May(t.TeamID, task.ActRerun)
 	p.CanResolve = u.May(t.TeamID, task.ActResolve)
 	if t.State == task.StateFailed {
@@ -161,6 +164,11 @@ func (h *Handler) loadTaskShow(ctx context.Context, u *auth.User, id string, m *
 			v.WhyNot = strings.ToUpper(why[:1]) + why[1:] + "."
 		}
 		p.Approvals = append(p.Approvals, v)
+	}
+	if pl, ok := h.pipelines.Get(t.Pipeline); ok && !t.State.Terminal() {
+		for _, d := range saga.Decisions(pl, h.pipelines.Environments(), t, aps) {
+			p.Decisions = append(p.Decisions, pages.DecisionView{What: d.What, Who: d.Who, State: d.State})
+		}
 	}
 	if t.Kind == task.KindDeploy {
 		if err := h.runView(ctx, &p, t, steps, aps, m); err != nil {

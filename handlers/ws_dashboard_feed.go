@@ -60,10 +60,17 @@ type dashboardSub struct {
 }
 
 func newDashboardFeed(h *Handler, reg *metrics.Registry) *dashboardFeed {
-	renders := metrics.Registered(reg, metrics.NewCounter("flightdeck_ws_dashboard_renders_total",
-		"Live dashboard sections loaded and rendered (one per team set and batch of changes, however many sockets watch)."))
+	return newPageFeed(h, reg, h.renderDashboardLive, "flightdeck_ws_dashboard_renders_total",
+		"Live dashboard sections loaded and rendered (one per team set and batch of changes, however many sockets watch).")
+}
+
+// newPageFeed is a feed like the dashboard's for another page: render
+// makes what every socket of a team set gets after its teams' task changes
+// and every refresh; renders are counted under metric.
+func newPageFeed(h *Handler, reg *metrics.Registry, render func(ctx context.Context, teamIDs []string) ([]byte, error), metric, help string) *dashboardFeed {
+	renders := metrics.Registered(reg, metrics.NewCounter(metric, help))
 	return &dashboardFeed{
-		render:   h.renderDashboardLive,
+		render:   render,
 		teamsOf:  h.store.TaskTeamIDs,
 		hub:      h.hub,
 		logger:   h.logger,

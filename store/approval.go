@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,6 +64,9 @@ func (a Approval) MarshalJSON() ([]byte, error) {
 	if a.Decisions == nil {
 		a.Decisions = []Decision{}
 	}
+	// an environment's approval is stored before every step (-1); the
+	// contract's step_index has no negative values, and says 0 as before
+	a.StepIdx = max(a.StepIdx, 0)
 	return json.Marshal(plain(a))
 }
 
@@ -341,7 +345,8 @@ func decideReviewer(ctx context.Context, tx pgx.Tx, a *Approval, p ApprovalDecid
 	}
 	env := a.Step
 	var detail struct {
-		Wait int `json:"wait_seconds"`
+		Wait   int           `json:"wait_seconds"`
+		Covers []CoveredStep `json:"covers"`
 	}
 	_ = json.Unmarshal(a.Detail, &detail)
 	decision := "approve"
@@ -386,6 +391,11 @@ func decideReviewer(ctx context.Context, tx pgx.Tx, a *Approval, p ApprovalDecid
 		}
 		stateData, _ := json.Marshal(data)
 		events = append(events, task.Event{Type: task.EventTaskState, Status: task.StatusLog, Message: stateMsg, Data: stateData})
+		covered, err := coverSteps(ctx, tx, a, teamID, detail.Covers, p.Actor, now)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, covered...)
 	}
 	if _, err := tx.Exec(ctx, `
 		UPDATE approvals SET decisions = decisions || $2, state = $3,
@@ -435,4 +445,47 @@ func readApprovalJSON(a *Approval, decisions, changes []byte) error {
 		}
 	}
 	return nil
+}
+
+// coverSteps records the step approvals an environment's approval a
+// decides (contract §9, "decide once") as approved by its reviewers, in
+// the transaction that approved it, with an event each: the run finds them
+// approved and does not ask again. last is the reviewer whose approval
+// made the count.
+func coverSteps(ctx context.Context, tx pgx.Tx, a *Approval, teamID string, covers []CoveredStep, last string, now time.Time) ([]task.Event, error) {
+	if len(covers) == 0 {
+		return nil, nil
+	}
+	var by []string
+	for _, d := range a.Decisions {
+		if d.Decision == "approve" {
+			by = append(by, d.By)
+		}
+	}
+	by = append(by, last)
+	decisions := make([]Decision, len(by))
+	for i, b := range by {
+		decisions[i] = Decision{By: b, Decision: "approve", Comment: "decided by the reviewers of " + a.Step, At: now.UTC()}
+	}
+	dj, _ := json.Marshal(decisions)
+	var events []task.Event
+	for _, c := range covers {
+		var id string
+		err := tx.QueryRow(ctx, `
+			INSERT INTO approvals (task_id, team_id, step_idx, step_name, attempt, kind, roles, state, expires_at,
+				decided_by, decided_at, comment, decisions, required, changes)
+			VALUES ($1, $2, $3, $4, 1, 'step', $5, 'approved', now(), $6, now(), $7, $8, 1, $9)
+			ON CONFLICT (task_id, step_idx, attempt) DO UPDATE SET state = 'approved', decided_by = EXCLUDED.decided_by,
+				decided_at = now(), comment = EXCLUDED.comment, decisions = EXCLUDED.decisions
+			RETURNING id`,
+			a.TaskID, teamID, c.Idx, c.Name, c.Roles, strings.Join(by, ", "), "decided by the reviewers of "+a.Step, dj, a.Changes).Scan(&id)
+		if err != nil {
+			return nil, interpretError(err)
+		}
+		data, _ := json.Marshal(map[string]any{"approval_id": id, "kind": task.ApprovalStep, "decision": "approve", "by": by,
+			"decided_by": a.ID})
+		events = append(events, task.Event{Type: task.EventApprovalDecided, Status: task.StatusApproval, Step: c.Idx, StepName: c.Name,
+			Message: fmt.Sprintf("The approval of %s is decided by the reviewers of %s (%s)", c.Name, a.Step, strings.Join(by, ", ")), Data: data})
+	}
+	return events, nil
 }

@@ -125,8 +125,7 @@ func (s *Store) FreezeEnd(ctx context.Context, teamIDs []string, id, actor strin
 		// their event (invariant 6)
 		rows, err = tx.Query(ctx, `
 			SELECT t.id::text FROM tasks t
-			WHERE t.team_id = $1 AND t.environment = $2 AND t.state = 'scheduled' AND t.run_after = $3
-				AND NOT EXISTS (SELECT 1 FROM task_steps s WHERE s.task_id = t.id AND s.state <> 'pending')
+			WHERE t.team_id = $1 AND t.environment = $2 AND t.state = 'scheduled' AND t.held_until = $3
 			ORDER BY t.id FOR UPDATE OF t`,
 			f.TeamID, f.Environment, heldUntil)
 		if err != nil {
@@ -140,7 +139,7 @@ func (s *Store) FreezeEnd(ctx context.Context, teamIDs []string, id, actor strin
 			data, _ := json.Marshal(map[string]any{"freeze_id": f.ID, "by": actor})
 			ws := make([]TaskWrite, len(held))
 			for i, id := range held {
-				ws[i] = TaskWrite{ID: id, RunAfter: f.EndedAt, Events: []task.Event{{Type: task.EventTaskState, Status: task.StatusLog,
+				ws[i] = TaskWrite{ID: id, HeldUntil: f.EndedAt, Events: []task.Event{{Type: task.EventTaskState, Status: task.StatusLog,
 					Message: fmt.Sprintf("The freeze of %s was ended by %s: the task runs now", f.Environment, actor), Data: data}}}
 			}
 			if _, err := taskApplyTx(ctx, tx, ws...); err != nil {

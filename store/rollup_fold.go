@@ -16,8 +16,8 @@ import (
 // rollupCursor names the rollup fold's outbox cursor (migration 00080).
 const rollupCursor = "rollups"
 
-// foldedRow is an outbox batch the fold reads: its position, and whether
-// it is the ending batch of a task the fold counts (Ends, then the task).
+// foldedRow is an ending batch the fold reads: its position, and whether
+// its task is one the fold counts (Ends, then the task).
 type foldedRow struct {
 	TxID      string `db:"txid"`
 	BatchTask string `db:"batch_task"`
@@ -30,7 +30,7 @@ type foldedRow struct {
 // RollupFolded is what one fold did.
 type RollupFolded struct {
 	Leader  bool // false: another process held the cursor, nothing was done
-	Scanned int  // outbox rows read (limit: there may be more)
+	Scanned int  // ending batches read (limit: there may be more)
 	Tasks   int  // ended tasks counted
 }
 
@@ -74,28 +74,29 @@ func (s *Store) rollupFold(ctx context.Context, limit int, beforeCommit func(con
 		if cur.TxID, err = strconv.ParseUint(txid, 10, 64); err != nil {
 			return fmt.Errorf("error parsing rollup cursor: %w", err)
 		}
-		// One read of the outbox's batches after the cursor, in its order
-		// (below xmin, as OutboxRead: no batch can later appear behind the
-		// cursor), events not decoded: a batch is a position, and, when it
-		// is the first batch its task's ending write stored, that task.
-		// The ending write stores its events in the same transaction
-		// (invariant 6), so that batch's created_at is the task's
-		// finished_at; a task is counted once, in the fold whose range
-		// holds its ending batch's first event.
+		// One read of the ending batches after the cursor, in the outbox's
+		// order (below xmin, as OutboxRead: no batch can later appear
+		// behind the cursor), through their partial index: the write that
+		// ends a task marks its batch (ends), and stores it in the same
+		// transaction as the task's end (invariant 6), so that batch's
+		// created_at is the task's finished_at. Batches of other writes are
+		// not read at all; the cursor moves to the last ending batch read.
 		rows, err := tx.Query(ctx, `
 			SELECT b.txid::text AS txid, b.task_id::text AS batch_task, b.last_seq AS batch_last,
-				t.id IS NOT NULL AND (b.txid, b.task_id, b.first_seq) > ($1::text::xid8, $2::uuid, $3) AS ends,
+				COALESCE(t.finished_at = b.created_at AND t.state IN `+terminalStates+`, false) AS ends,
 				COALESCE(t.id::text, '') AS id, COALESCE(t.team_id::text, '') AS team_id, COALESCE(t.kind, '') AS kind,
 				COALESCE(t.pipeline, '') AS pipeline, COALESCE(t.state, '') AS state, COALESCE(t.created_at, b.created_at) AS created_at,
 				t.started_at, COALESCE(t.finished_at, b.created_at) AS finished_at, COALESCE(t.waited_ms, 0) AS waited_ms,
-				COALESCE(`+restoreTargetSQL+`, '') AS restore_target, b.first_seq AS end_seq
+				`+endedTargetSQL+`, b.first_seq AS end_seq
 			FROM (SELECT * FROM task_event_batches
-				WHERE (txid, task_id, last_seq) > ($1::text::xid8, $2::uuid, $3)
+				WHERE ends AND (txid, task_id, last_seq) > ($1::text::xid8, $2::uuid, $3)
 					AND txid < pg_snapshot_xmin(pg_current_snapshot())
 				ORDER BY txid, task_id, last_seq LIMIT $4) b
-			LEFT JOIN tasks t ON t.id = b.task_id AND t.finished_at = b.created_at AND t.state IN `+terminalStates+`
-				AND b.first_seq = (SELECT min(first_seq) FROM task_event_batches e
-					WHERE e.task_id = t.id AND e.created_at = t.finished_at)
+			-- joined by id alone, the ending tested above: the tasks' state
+			-- statistics are of when they were pending, so a join on their
+			-- end state looked empty and the planner scanned the table for
+			-- every batch
+			LEFT JOIN tasks t ON t.id = b.task_id
 			ORDER BY b.txid, b.task_id, b.last_seq`, strconv.FormatUint(cur.TxID, 10), cur.TaskID, cur.Seq, limit)
 		if err != nil {
 			return interpretError(err)
@@ -114,21 +115,25 @@ func (s *Store) rollupFold(ctx context.Context, limit int, beforeCommit func(con
 			return fmt.Errorf("error parsing txid: %w", err)
 		}
 		var got []foldedRow
+		seen := make(map[string]bool, len(batches))
 		for _, r := range batches {
-			if r.Ends {
+			// a task is counted once: one transaction's writes could in
+			// principle mark two of its batches
+			if r.Ends && !seen[r.ID] {
+				seen[r.ID] = true
 				got = append(got, r)
 			}
 		}
 		slices.SortFunc(got, func(a, b foldedRow) int { return cmp.Or(a.FinishedAt.Compare(b.FinishedAt), cmp.Compare(a.ID, b.ID)) })
 		ended := make([]Ended, len(got))
-		teamOf := map[string]string{}
+		woken := map[string]bool{}
 		for i, r := range got {
 			ended[i] = r.ended()
 			// one task per team is wake-up enough: the dashboards re-render
 			// by team (a NOTIFY naming every task would cost more than the fold)
-			if !slices.ContainsFunc(notes.Events, func(n notify.TaskSeq) bool { return teamOf[n.ID] == r.TeamID }) {
+			if !woken[r.TeamID] {
+				woken[r.TeamID] = true
 				notes.Events = append(notes.Events, notify.TaskSeq{ID: r.ID, Seq: r.EndSeq})
-				teamOf[r.ID] = r.TeamID
 			}
 		}
 		// the last day's throughput: tasks folded late still count in the

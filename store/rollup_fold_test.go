@@ -201,3 +201,48 @@ func TestRollupRebuildBesideALaggingFold(t *testing.T) {
 	require.NoError(t, st.RollupRebuild(ctx, u.Memberships[0].TeamID))
 	require.Equal(t, teamFigures(t, st, u), folded)
 }
+
+// TestRollupFoldReadsOnlyEndingBatches: the fold walks the batches of the
+// writes that ended tasks, not every write's (migration 00082): three
+// tasks with steps in between are three rows read, and their figures are
+// counted once.
+func TestRollupFoldReadsOnlyEndingBatches(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := dbtest.Store(t)
+	u := testfactory.User(t, st, "a@acme.test", "acme", auth.RoleDeployer)
+	for range 3 {
+		testfactory.Task(t, st, u, &testfactory.TaskOpts{Pipeline: "web-service"})
+	}
+	claimed, err := st.TaskClaim(ctx, "w", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claimed, 3)
+	step := func(c store.Claimed, last bool) store.TaskWrite {
+		w := store.TaskWrite{ID: c.Task.ID, Token: c.Task.LeaseToken,
+			Events: []task.Event{{Type: task.EventStepLog, Status: task.StatusLog, Message: "step"}}}
+		if last {
+			w.State, w.Release = task.StateCompleted, true
+			typ, status := task.TerminalEvent(task.StateCompleted)
+			w.Events = append(w.Events, task.Event{Type: typ, Status: status, Message: "done"})
+		}
+		return w
+	}
+	for _, last := range []bool{false, false, true} {
+		var ws []store.TaskWrite
+		for _, c := range claimed {
+			ws = append(ws, step(c, last))
+		}
+		_, err := st.TaskWrites(ctx, ws)
+		require.NoError(t, err)
+	}
+	var read, counted int
+	deadline := time.Now().Add(30 * time.Second)
+	for counted < 3 {
+		r, err := st.RollupFoldOnce(ctx, 1000)
+		require.NoError(t, err)
+		read, counted = read+r.Scanned, counted+r.Tasks
+		require.True(t, time.Now().Before(deadline), "the fold counted %d of 3", counted)
+	}
+	require.Equal(t, 3, read, "only the ending batches are read")
+	require.Equal(t, 3, counted)
+}

@@ -37,29 +37,33 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 		WITH candidates AS (
 			-- the predicate is tasks_claim_idx's, so the walk is that index in
 			-- order; a task whose concurrency key another task holds waits
-			-- (holding no worker, and holding back no task of another key)
-			SELECT id, team_id, concurrency_key, priority, created_at FROM tasks t
-			WHERE lease_owner IS NULL AND state IN `+claimableStates+`
-				AND (concurrency_key IS NULL OR NOT EXISTS (SELECT 1 FROM concurrency_holds h
-					WHERE h.team_id = t.team_id AND h.key = t.concurrency_key AND h.task_id <> t.id))
-			ORDER BY priority, created_at, id
+			-- (holding no worker, and holding back no task of another key).
+			-- The key's holder is read once, here: firsts needs to know
+			-- whether the candidate is it.
+			SELECT t.id, t.team_id, t.concurrency_key, t.priority, t.created_at, h.task_id = t.id AS holds_key FROM tasks t
+				LEFT JOIN concurrency_holds h ON t.concurrency_key IS NOT NULL
+					AND h.team_id = t.team_id AND h.key = t.concurrency_key
+			WHERE t.lease_owner IS NULL AND t.state IN `+claimableStates+`
+				AND (h.task_id IS NULL OR h.task_id = t.id)
+			ORDER BY t.priority, t.created_at, t.id
 			LIMIT $2
-			FOR NO KEY UPDATE SKIP LOCKED
+			FOR NO KEY UPDATE OF t SKIP LOCKED
 		), firsts AS (
 			-- of the candidates that share a key, the first in claim order,
-			-- and only if no earlier task of its key could be claimed: one
-			-- locked by a racing claim is skipped above, and must not be
-			-- overtaken (only keyed candidates are sorted for this)
+			-- and only if it holds the key already or no earlier task of its
+			-- key could be claimed: one locked by a racing claim is skipped
+			-- above, and must not be overtaken (only keyed candidates are
+			-- sorted for this). An earlier task blocked by a hold is blocked
+			-- by this candidate's own (a candidate's key is free or its own),
+			-- so "holds the key" is the whole of that case.
 			SELECT id, team_id, concurrency_key FROM (
 				SELECT c.*, row_number() OVER (PARTITION BY team_id, concurrency_key ORDER BY priority, created_at, id) AS n
 				FROM candidates c WHERE concurrency_key IS NOT NULL) x
-			WHERE n = 1 AND NOT EXISTS (
+			WHERE n = 1 AND (holds_key OR NOT EXISTS (
 				SELECT 1 FROM tasks e
 				WHERE e.team_id = x.team_id AND e.concurrency_key = x.concurrency_key
 					AND e.state IN `+claimableStates+` AND e.lease_owner IS NULL
-					AND (e.priority, e.created_at, e.id) < (x.priority, x.created_at, x.id)
-					AND NOT EXISTS (SELECT 1 FROM concurrency_holds h
-						WHERE h.team_id = e.team_id AND h.key = e.concurrency_key AND h.task_id <> e.id))
+					AND (e.priority, e.created_at, e.id) < (x.priority, x.created_at, x.id)))
 		), holds AS (
 			-- taking a key is inserting its row: of two claims racing for
 			-- one key, the second finds it taken (and waits for the first
@@ -87,7 +91,7 @@ func (s *Store) TaskClaim(ctx context.Context, owner string, limit int, lease ti
 			t.deadline_at, t.cancel_requested_at IS NOT NULL AS cancel_requested, t.error, t.result, t.last_seq,
 			t.progress_step, t.progress_total, t.rerun_of, t.pause_requested_at IS NOT NULL AS pause_requested,
 			t.failed_step, t.decision_expires_at, t.environment, t.promoted_from, t.override, t.lease_token,
-			COALESCE(t.traceparent, '') AS traceparent, st.*
+			COALESCE(t.traceparent, '') AS traceparent, t.run_after AS run_at, st.*
 		FROM claimed t -- team names and emails come from s.names
 		-- the step rows as parallel arrays, in step order (the primary key's)
 		LEFT JOIN LATERAL (SELECT array_agg(s.idx) AS step_idx, array_agg(s.name) AS step_name,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,25 +44,25 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 		}
 		st := task.State(state)
 		data, _ := json.Marshal(map[string]string{"by": actor})
-		if !st.Terminal() {
-			if err := auditAddTx(ctx, tx, teamID, actor, "task.cancelled", id, map[string]any{"state": st}); err != nil {
-				return err
-			}
-		}
+		effect, why := task.CancelOf(st, ranSteps)
 		switch {
 		case st.Terminal():
 			return ErrTerminal
-		case st == task.StateRunning:
+		case effect == task.CancelRefused:
+			return fmt.Errorf("%w: %s", ErrConflict, why)
+		}
+		if err := auditAddTx(ctx, tx, teamID, actor, "task.cancelled", id, map[string]any{"state": st}); err != nil {
+			return err
+		}
+		if effect == task.CancelRequest {
 			if err := appendStateEvents(ctx, tx, id, stateChange{Cancel: true, Error: ptr("cancelled by " + actor), KeepErr: true},
 				[]task.Event{{Type: task.EventTaskState, Status: task.StatusCancelled, Message: "Cancel requested by " + actor, Data: data}}); err != nil {
 				return err
 			}
 			noteTx(tx, notify.Notes{Cancel: []string{id}})
 			return nil
-		case st == task.StateCompensating || st == task.StateNeedsAttention:
-			return ErrConflict // already undoing its steps
 		}
-		return cancelWaitingTx(ctx, tx, id, st, ranSteps, "Cancelled by "+actor, data)
+		return cancelWaitingTx(ctx, tx, id, st, effect, "by "+actor, data)
 	})
 	if err != nil {
 		return nil, err
@@ -72,37 +71,32 @@ func (s *Store) TaskCancel(ctx context.Context, teamIDs []string, id, actor stri
 }
 
 // cancelWaitingTx cancels a task that waits (pending, scheduled, paused,
-// awaiting a decision or an answer) in tx, which locked its row: one that
-// never ran a step ends cancelled at once; one that did goes to
-// compensating without a lease, so a worker claims it and undoes its
-// steps. msg says who cancelled it.
-func cancelWaitingTx(ctx context.Context, tx pgx.Tx, id string, st task.State, ranSteps bool, msg string, data []byte) error {
-	if !ranSteps && (st == task.StatePending || st == task.StateScheduled || st == task.StatePaused || st == task.StateAwaitingApproval) {
-		msg += " before it ran"
-		// the steps stored at submit will never run (skipPending), nor
-		// will its environment's reviewers decide
-		// an environment's reviewers can no longer decide: the cancel ended it
-		if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'cancelled' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
-			return interpretError(err)
-		}
-		return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Error: &msg, Cancel: true, Resumed: st == task.StatePaused,
-			Steps: skipPending},
+// awaiting a decision or an answer) in tx, which locked its row, as
+// task.CancelOf's effect says: one that never ran a step ends cancelled
+// at once; one that did goes to compensating without a lease, so a worker
+// claims it and undoes its steps. how says who cancelled it ("by …").
+func cancelWaitingTx(ctx context.Context, tx pgx.Tx, id string, st task.State, effect task.CancelEffect, how string, data []byte) error {
+	// A pending approval or question can no longer be decided: the cancel
+	// ended it.
+	if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'cancelled' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
+		return interpretError(err)
+	}
+	if effect == task.CancelNow {
+		// the steps stored at submit will never run (skipPending)
+		msg := "Cancelled " + how + " before it ran"
+		return appendStateEvents(ctx, tx, id, stateChange{State: task.StateCancelled, Error: ptr("cancelled " + how + " before it ran"),
+			Cancel: true, Resumed: st == task.StatePaused, Steps: skipPending},
 			[]task.Event{
 				{Type: task.EventTaskState, Status: task.StatusLog, Message: msg, Data: data},
 				{Type: task.EventTaskCancelled, Status: task.StatusCancelled, Message: msg, Data: data},
 			})
 	}
-	// parked or re-queued after running steps: undo them. A pending
-	// approval or question can no longer be decided: the cancel ended it.
-	if _, err := tx.Exec(ctx, `UPDATE approvals SET state = 'cancelled' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
-		return interpretError(err)
-	}
 	if _, err := tx.Exec(ctx, `UPDATE agent_questions SET state = 'expired' WHERE task_id = $1 AND state = 'pending'`, id); err != nil {
 		return interpretError(err)
 	}
-	if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating, Cancel: true, Error: ptr(strings.ToLower(msg[:1]) + msg[1:]), KeepErr: true,
+	if err := appendStateEvents(ctx, tx, id, stateChange{State: task.StateCompensating, Cancel: true, Error: ptr("cancelled " + how), KeepErr: true,
 		Resumed: st == task.StatePaused},
-		[]task.Event{{Type: task.EventTaskState, Status: task.StatusCompensating, Message: msg + "; undoing completed steps", Data: data}}); err != nil {
+		[]task.Event{{Type: task.EventTaskState, Status: task.StatusCompensating, Message: "Cancelled " + how + "; undoing completed steps", Data: data}}); err != nil {
 		return err
 	}
 	noteTx(tx, readyNote)
@@ -137,7 +131,8 @@ func (s *Store) TaskCancelStanding(ctx context.Context, ids []string, limit int)
 		}
 		data, _ := json.Marshal(map[string]string{"reason": "cancel requested while it ran"})
 		for _, f := range found {
-			if err := cancelWaitingTx(ctx, tx, f.ID, task.State(f.State), f.RanSteps, "Cancelled (requested while it ran)", data); err != nil {
+			effect, _ := task.CancelOf(task.State(f.State), f.RanSteps)
+			if err := cancelWaitingTx(ctx, tx, f.ID, task.State(f.State), effect, "(requested while it ran)", data); err != nil {
 				return err
 			}
 		}

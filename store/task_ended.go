@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"flightdeck/workflow/pipeline"
 	"flightdeck/workflow/task"
 )
 
@@ -74,13 +75,9 @@ func msBucket(ms int64) int {
 	return min(99, int(math.Ceil(4*math.Log(float64(ms))/math.Ln2)))
 }
 
-// runMS is an ended task's run time: finished minus started minus the time
-// it waited for people (0 for a task that never started).
+// runMS is an ended task's run time (task.RunTime) in milliseconds.
 func (e Ended) runMS() int64 {
-	if e.StartedAt == nil {
-		return 0
-	}
-	return max(0, e.FinishedAt.Sub(*e.StartedAt).Milliseconds()-e.WaitedMS)
+	return task.RunTime(e.StartedAt, e.FinishedAt, time.Duration(e.WaitedMS)*time.Millisecond).Milliseconds()
 }
 
 // RollupFold adds ended tasks up by team, day, pipeline, outcome and run-time
@@ -367,15 +364,13 @@ func (s *Store) RollupRebuild(ctx context.Context, teamID string) error {
 		}
 		rows, err := tx.Query(ctx, `
 			SELECT id::text AS id, team_id::text AS team_id, kind, pipeline, state, created_at, started_at, finished_at, waited_ms,
-				`+restoreTargetSQL+` AS restore_target
+				`+endedTargetSQL+`
 			FROM tasks t WHERE team_id = $1 AND state IN `+terminalStates+` AND finished_at IS NOT NULL
 				-- a task whose end the fold has not reached yet is the fold's
 				-- to count, not the rebuild's
 				AND NOT EXISTS (SELECT 1 FROM outbox_cursors c, task_event_batches b
-					WHERE c.name = $2 AND b.task_id = t.id AND b.created_at = t.finished_at
-						AND b.first_seq = (SELECT min(first_seq) FROM task_event_batches
-							WHERE task_id = t.id AND created_at = t.finished_at)
-						AND (b.txid, b.task_id, b.first_seq) > (c.txid, c.task_id, c.seq))
+					WHERE c.name = $2 AND b.task_id = t.id AND b.ends AND b.created_at = t.finished_at
+						AND (b.txid, b.task_id, b.last_seq) > (c.txid, c.task_id, c.seq))
 			ORDER BY finished_at, id`, teamID, rollupCursor)
 		if err != nil {
 			return interpretError(err)
@@ -398,23 +393,31 @@ func (s *Store) RollupRebuild(ctx context.Context, teamID string) error {
 }
 
 type endedRow struct {
-	ID            string     `db:"id"`
-	TeamID        string     `db:"team_id"`
-	Kind          string     `db:"kind"`
-	Pipeline      string     `db:"pipeline"`
-	State         string     `db:"state"`
-	CreatedAt     time.Time  `db:"created_at"`
-	StartedAt     *time.Time `db:"started_at"`
-	FinishedAt    time.Time  `db:"finished_at"`
-	WaitedMS      int64      `db:"waited_ms"`
-	RestoreTarget string     `db:"restore_target"`
+	ID             string         `db:"id"`
+	TeamID         string         `db:"team_id"`
+	Kind           string         `db:"kind"`
+	Pipeline       string         `db:"pipeline"`
+	State          string         `db:"state"`
+	CreatedAt      time.Time      `db:"created_at"`
+	StartedAt      *time.Time     `db:"started_at"`
+	FinishedAt     time.Time      `db:"finished_at"`
+	WaitedMS       int64          `db:"waited_ms"`
+	TargetKey      string         `db:"target_key"`
+	ConcurrencyKey string         `db:"concurrency_key"`
+	Params         map[string]any `db:"params"` // deploys without a target key only
 }
 
 func (r endedRow) ended() Ended {
-	return Ended{ID: r.ID, TeamID: r.TeamID, Kind: task.Kind(r.Kind), Pipeline: r.Pipeline, State: task.State(r.State),
-		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, WaitedMS: r.WaitedMS,
-		RestoreTarget: r.RestoreTarget}
+	e := Ended{ID: r.ID, TeamID: r.TeamID, Kind: task.Kind(r.Kind), Pipeline: r.Pipeline, State: task.State(r.State),
+		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, WaitedMS: r.WaitedMS}
+	if e.Kind == task.KindDeploy {
+		e.RestoreTarget = pipeline.RestoreTarget(r.Pipeline, r.TargetKey, r.ConcurrencyKey, r.Params)
+	}
+	return e
 }
 
-// restoreTargetSQL is Ended.RestoreTarget of a tasks row t.
-const restoreTargetSQL = `t.pipeline || ' ' || COALESCE(t.target_key, t.concurrency_key, (t.params - 'version')::text)`
+// endedTargetSQL selects what endedRow needs of a tasks row t for its
+// restore target (pipeline.RestoreTarget): the params only when no key
+// names the target, which only deploys made before target keys lack.
+const endedTargetSQL = `COALESCE(t.target_key, '') AS target_key, COALESCE(t.concurrency_key, '') AS concurrency_key,
+	CASE WHEN t.kind = 'deploy' AND t.target_key IS NULL AND t.concurrency_key IS NULL THEN t.params END AS params`

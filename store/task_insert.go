@@ -96,6 +96,17 @@ type ReviewersParams struct {
 	// Wait is the environment's wait timer, started by the last approval.
 	Wait    time.Duration
 	Changes json.RawMessage // what the deploy changes (nil for none)
+	// Covers are the deploy's step approvals this one decides (contract
+	// §9: their roles are all among the reviewers'): when the reviewers
+	// approve, each is recorded approved by them, so people decide once.
+	Covers []CoveredStep
+}
+
+// CoveredStep is a step approval an environment's reviewers decide.
+type CoveredStep struct {
+	Idx   int      `json:"idx"`
+	Name  string   `json:"name"`
+	Roles []string `json:"roles"`
 }
 
 // TaskInsert accepts a task: the row and its first event are committed in
@@ -307,11 +318,14 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 			ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 			RETURNING id, state, error, created_at, deadline_at, finished_at, last_seq
 		), ev AS (
-			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
+			-- a task cancelled at once ends with this batch (the rollup
+			-- fold's, migration 00082)
+			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events, ends)
 			SELECT id, 1, last_seq,
 				jsonb_build_array(flightdeck_event('task.state', 'log', 'Task submitted',
 					jsonb_build_object('state', CASE WHEN state = 'cancelled' THEN 'pending' ELSE state END)))
-				|| COALESCE($26::jsonb, '[]')
+				|| COALESCE($26::jsonb, '[]'),
+				finished_at IS NOT NULL
 			FROM ins
 		), environment AS (
 			-- a deploy's target is listed from its first submit on
@@ -321,7 +335,8 @@ func (s *Store) taskInsertOnce(ctx context.Context, q querier, p TaskInsertParam
 		), reviewers AS (
 			-- an environment's reviewers decide before the first step
 			INSERT INTO approvals (id, task_id, team_id, step_idx, step_name, attempt, kind, detail, roles, expires_at, required, changes)
-			SELECT $27::uuid, ins.id, $1, 0, $33, 1, 'environment', $28, $29, now() + make_interval(secs => $30), $31, $32::jsonb
+			-- step_idx -1: before every step, apart from step 0's own
+			SELECT $27::uuid, ins.id, $1, -1, $33, 1, 'environment', $28, $29, now() + make_interval(secs => $30), $31, $32::jsonb
 			FROM ins WHERE ins.state = 'awaiting_approval'
 		), override_audit AS (
 			-- an admin's break-glass is audited with the task that carries it
@@ -455,6 +470,10 @@ func nullJSON(b json.RawMessage) any {
 
 // detail is the environment approval's stored detail: its wait timer.
 func (r ReviewersParams) detail() []byte {
-	b, _ := json.Marshal(map[string]any{"environment": r.Environment, "wait_seconds": int(r.Wait.Seconds())})
+	d := map[string]any{"environment": r.Environment, "wait_seconds": int(r.Wait.Seconds())}
+	if len(r.Covers) > 0 {
+		d["covers"] = r.Covers
+	}
+	b, _ := json.Marshal(d)
 	return b
 }

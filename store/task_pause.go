@@ -107,7 +107,7 @@ func (s *Store) TaskResume(ctx context.Context, p TaskResumeParams) (*task.Task,
 		var state, createdBy string
 		var failedRaw []byte
 		var waits bool
-		err := tx.QueryRow(ctx, `SELECT state, team_id, created_by, failed_step, COALESCE(run_after > now(), false) FROM tasks
+		err := tx.QueryRow(ctx, `SELECT state, team_id, created_by, failed_step, COALESCE(GREATEST(run_after, held_until) > now(), false) FROM tasks
 			WHERE id = $1 AND team_id = ANY($2) FOR UPDATE`, p.ID, p.TeamIDs).Scan(&state, &teamID, &createdBy, &failedRaw, &waits)
 		if err != nil {
 			return interpretError(err)

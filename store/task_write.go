@@ -39,6 +39,11 @@ type TaskWrite struct {
 	KeepErr  bool    // with Error: only if the task has none yet
 	Result   json.RawMessage
 	RunAfter *time.Time // with State scheduled: when it runs (nil keeps it, but a Release clears it)
+	// HeldUntil: a freeze holds the task, which started no step, until
+	// then (contract §9): it stays scheduled until the later of RunAfter
+	// and HeldUntil, its run_at (RunAfter) unchanged, and its started_at
+	// is cleared. Any other change of state ends the hold.
+	HeldUntil *time.Time
 	// BumpAttempt counts this run as a failed start (a handler panic), like
 	// a worker that died.
 	BumpAttempt bool
@@ -194,9 +199,9 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		WITH input AS (
 			SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bool[], $5::text[], $6::bool[], $7::jsonb[],
 				$8::timestamptz[], $9::bool[], $10::bool[], $11::bool[], $12::smallint[], $13::int[], $14::int[], $15::int[],
-				$16::int[], $17::jsonb[], $30::bool[], $31::bool[], $32::bool[], $33::jsonb[], $34::float8[], $35::uuid[], $41::bool[])
+				$16::int[], $17::jsonb[], $30::bool[], $31::bool[], $32::bool[], $33::jsonb[], $34::float8[], $35::uuid[], $41::bool[], $42::timestamptz[])
 				AS i(id, token, state, release, error, keep_error, result, run_after, bump, finished, cancel, priority,
-					progress, n, done, total, events, waits, pause, resumed, failed_step, decision_secs, write_id, end_pause)
+					progress, n, done, total, events, waits, pause, resumed, failed_step, decision_secs, write_id, end_pause, held_until)
 		), written AS (
 			UPDATE tasks t SET
 				state = COALESCE(NULLIF(i.state, ''), t.state),
@@ -223,7 +228,10 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 				waiting_since = CASE WHEN i.state = '' THEN t.waiting_since WHEN i.waits THEN COALESCE(t.waiting_since, now()) END,
 				waited_ms = t.waited_ms + CASE WHEN i.state <> '' AND NOT i.waits AND t.waiting_since IS NOT NULL
 					THEN GREATEST(0, (extract(epoch FROM now() - t.waiting_since) * 1000)::bigint) ELSE 0 END,
-				last_write = COALESCE(i.write_id, t.last_write)
+				last_write = COALESCE(i.write_id, t.last_write),
+				held_until = CASE WHEN i.held_until IS NOT NULL THEN i.held_until WHEN i.state <> '' THEN NULL ELSE t.held_until END,
+				-- a held task started no step: it has not started
+				started_at = CASE WHEN i.held_until IS NOT NULL THEN NULL ELSE t.started_at END
 			FROM input i
 			WHERE t.id = i.id AND (i.token IS NULL OR t.lease_token = i.token)
 				-- a write retried after its commit's reply was lost is not applied again
@@ -231,8 +239,10 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 			RETURNING t.id, t.state, t.last_seq, i.n, i.events, t.concurrency_key IS NOT NULL AS keyed, i.finished,
 				t.cancel_requested_at IS NOT NULL AS cancel_requested, t.pause_requested_at IS NOT NULL AS pause_requested
 		), written_events AS (
-			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events)
-			SELECT id, last_seq - n + 1, last_seq, events FROM written WHERE n > 0
+			-- ends marks the batch of the write that ended its task: the
+			-- rollup fold reads only those (migration 00082)
+			INSERT INTO task_event_batches (task_id, first_seq, last_seq, events, ends)
+			SELECT id, last_seq - n + 1, last_seq, events, finished FROM written WHERE n > 0
 		), written_steps AS (
 			INSERT INTO task_steps AS ts (task_id, idx, name, idempotency_key, state, attempt, compensation_attempt,
 				output, error, started_at, finished_at, compensated_at)
@@ -268,7 +278,7 @@ func taskApply(ctx context.Context, q rowsQuerier, ws []TaskWrite) (map[string]W
 		st.taskIDs, st.idx, st.names, st.keys, st.states, st.attempts, st.compAttempts, st.outputs, st.errs,
 		st.started, st.finished, st.compensated, in.waits, in.pause, in.resumed, in.failedSteps, in.decisionSecs, in.writeIDs,
 		slices.ContainsFunc(ws, func(w TaskWrite) bool { return w.Retried && w.WriteID != "" }),
-		moves.taskIDs, moves.idx, moves.from, moves.to, in.endPause)
+		moves.taskIDs, moves.idx, moves.from, moves.to, in.endPause, in.heldUntil)
 	if err != nil {
 		return nil, notify.Notes{}, fmt.Errorf("error writing tasks: %w", interpretError(err))
 	}
@@ -311,7 +321,7 @@ type applyArrays struct {
 	pause, resumed, endPause                        []bool
 	results, events, failedSteps                    [][]byte
 	decisionSecs                                    []float64
-	runAfter                                        []*time.Time
+	runAfter, heldUntil                             []*time.Time
 	priority                                        []int16
 	progress                                        []*int32
 	counts, done, total                             []int32
@@ -366,6 +376,7 @@ func (a *applyArrays) add(w TaskWrite) {
 	a.endPause = append(a.endPause, w.Resumed || w.State != "" && !w.State.KeepsPauseRequest())
 	a.writeIDs = append(a.writeIDs, nonEmpty(w.WriteID))
 	a.failedSteps, a.decisionSecs = append(a.failedSteps, failed), append(a.decisionSecs, w.DecisionTimeout.Seconds())
+	a.heldUntil = append(a.heldUntil, w.HeldUntil)
 }
 
 // progressOf is what events add to a task's progress: the steps they

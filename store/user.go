@@ -137,3 +137,14 @@ func (s *Store) UserAutoJoin(ctx context.Context, email, team string, role auth.
 	}
 	return userID, interpretError(err)
 }
+
+// TeamDeciders counts the members of a team who could decide an approval
+// with these roles, the creator left out (task.MayDecide's four eyes): a
+// submit whose reviewers can never be found is refused (contract §9).
+func (s *Store) TeamDeciders(ctx context.Context, teamID string, roles []string, creatorID string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `
+		SELECT count(*) FROM memberships WHERE team_id = $1 AND role = ANY($2) AND user_id::text <> $3`,
+		teamID, roles, creatorID).Scan(&n)
+	return n, interpretError(err)
+}

@@ -95,20 +95,21 @@ func (s *Store) TaskMaintain(ctx context.Context, keyTTL time.Duration) error {
 func (s *Store) taskPromote(ctx context.Context) error {
 	return s.withTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
-			SELECT id::text FROM tasks WHERE state = 'scheduled' AND run_after <= now()
+			SELECT id::text AS id, run_after FROM tasks WHERE state = 'scheduled' AND GREATEST(run_after, held_until) <= now()
 			ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED`)
 		if err != nil {
 			return interpretError(err)
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil || len(ids) == 0 {
+		due, err := pgx.CollectRows(rows, pgx.RowToStructByName[dueRow])
+		if err != nil || len(due) == 0 {
 			return interpretError(err)
 		}
 		data, _ := json.Marshal(map[string]any{"state": task.StatePending})
-		ws := make([]TaskWrite, len(ids))
-		for i, id := range ids {
-			// Release clears run_after (no lease is held while scheduled)
-			ws[i] = TaskWrite{ID: id, State: task.StatePending, Release: true, Events: []task.Event{
+		ws := make([]TaskWrite, len(due))
+		for i, d := range due {
+			// run_after stays: if a freeze holds the task when it is
+			// claimed, its run_at is still the one it was asked for
+			ws[i] = TaskWrite{ID: d.ID, State: task.StatePending, Release: true, RunAfter: d.RunAfter, Events: []task.Event{
 				{Type: task.EventTaskState, Status: task.StatusLog, Message: "Task pending: its time came", Data: data}}}
 		}
 		if _, err := taskApplyTx(ctx, tx, ws...); err != nil {
@@ -117,4 +118,9 @@ func (s *Store) taskPromote(ctx context.Context) error {
 		noteTx(tx, readyNote)
 		return nil
 	})
+}
+
+type dueRow struct {
+	ID       string     `db:"id"`
+	RunAfter *time.Time `db:"run_after"`
 }

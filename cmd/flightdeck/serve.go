@@ -210,7 +210,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-// seedDemo creates team demo with an admin and a deployer (FLIGHTDECK_DEV=1)
+// seedDemo creates team demo (FLIGHTDECK_DEV=1): an admin, two approvers
+// (production's two reviewers can be found whoever deploys, the creator
+// left out) and a deployer,
 // and prints their passwords and a one-time login link. Passwords are made
 // once per data folder and kept there (demoPasswords), so a restart prints
 // the ones a person already noted; FLIGHTDECK_DEV_PASSWORD fixes them instead.
@@ -218,7 +220,8 @@ func seedDemo(ctx context.Context, env *cliEnv, cfg config.Config, st *store.Sto
 	users := []struct {
 		email string
 		role  auth.Role
-	}{{"admin@demo.local", auth.RoleAdmin}, {"approver@demo.local", auth.RoleApprover}, {"dev@demo.local", auth.RoleDeployer}}
+	}{{"admin@demo.local", auth.RoleAdmin}, {"approver@demo.local", auth.RoleApprover}, {"reviewer@demo.local", auth.RoleApprover},
+		{"dev@demo.local", auth.RoleDeployer}}
 	kept := map[string]string{}
 	if cfg.DevPassword == "" {
 		emails := make([]string, len(users))

@@ -40,6 +40,18 @@ test('a promotion to an environment with two reviewers', async ({ browser }) => 
   await expect(dev.getByTestId('task-promoted')).toBeVisible();
   await expect(dev.getByTestId('approval-count')).toHaveText('(0 of 2)');
   await expect(dev.getByTestId('approval-why-not')).toContainText('four eyes');
+  // Every decision it needs is listed from the start, with who may make it:
+  // the release step's own approval is the reviewers' to decide (decide once).
+  const decisions = dev.getByTestId('decisions');
+  await expect(decisions.getByTestId('decision')).toHaveCount(2);
+  await expect(decisions).toContainText('2 reviewers of e2e-prod approve the deploy');
+  await expect(decisions).toContainText('not dev@demo.local (four eyes)');
+  await expect(decisions).toContainText('the approval of step release');
+  await expect(decisions).toContainText("decided by the reviewers' approval");
+  await dev.screenshot({ path: '/tmp/decisions-1400.png', fullPage: true });
+  await dev.setViewportSize({ width: 390, height: 844 });
+  await dev.screenshot({ path: '/tmp/decisions-390.png', fullPage: true });
+  await dev.setViewportSize({ width: 1400, height: 900 });
 
   // The first reviewer approves from the inbox, with the diff in view.
   const approver = await signIn(browser, 'approver@demo.local', { width: 1400, height: 900 });
@@ -68,6 +80,9 @@ test('a promotion to an environment with two reviewers', async ({ browser }) => 
   await admin.getByTestId('confirm-ok').click();
   await expect(state(admin)).toHaveAttribute('data-state', 'completed');
   await expect(state(dev)).toHaveAttribute('data-state', 'completed');
+  // the release step's approval was recorded as the reviewers', no second round
+  await dev.reload();
+  await expect(dev.locator('[data-testid="approval"][data-state="approved"]', { hasText: 'release' })).toBeVisible();
   await dev.screenshot({ path: '/tmp/protect-run-1400.png', fullPage: true });
 });
 

@@ -66,8 +66,11 @@ type EnvironmentsProps struct {
 	// Freezes are the active and upcoming freezes of the viewer's teams
 	// and the recurring windows of the next days.
 	Freezes   []EnvFreeze
-	CanFreeze bool   // the viewer is an admin of a team
-	Flash     string // a refusal to show (a promotion, a freeze)
+	CanFreeze bool // the viewer is an admin of a team
+	// KnownEnvironments are the environments a deploy can go to, offered
+	// by the freeze form (a freeze of any other name is refused).
+	KnownEnvironments []string
+	Flash             string // a refusal to show (a promotion, a freeze)
 }
 
 // EnvFreeze is a freeze as the environments page lists it.

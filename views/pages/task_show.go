@@ -88,6 +88,9 @@ type TaskShowProps struct {
 	Failure   *components.StepView // the step whose failure ended the run, with its output
 	Gantt     components.GanttView
 	Approvals []ApprovalView
+	// Decisions are every decision a waiting deploy needs from people, from
+	// the start (saga.Decisions): reviewers, a wait, step approvals.
+	Decisions []DecisionView
 	// Notes say what an environment's rules do to the task: held by a
 	// freeze, scheduled, overridden, promoted.
 	Notes     []KV        // Key: a data-testid; Value: the text
@@ -189,4 +192,9 @@ func targetText(d *DeployView) string {
 		out += t.Value
 	}
 	return out
+}
+
+// DecisionView is one decision a deploy needs, as the run page lists it.
+type DecisionView struct {
+	What, Who, State string
 }

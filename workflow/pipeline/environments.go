@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v4"
@@ -291,4 +292,46 @@ func (l *loader) window(what string, n *yaml.Node) (environment.Window, error) {
 		w.Reason = "freeze window " + w.Text
 	}
 	return w, nil
+}
+
+// EnvironmentKnown reports whether a deploy can go to the environment name:
+// environments.yaml names it, or a pipeline's environment parameter can
+// take it (one of an enum's values, or a string its pattern allows). Known
+// lists the names there are (the rules' and the enums' values, sorted):
+// what a freeze or a person's message can offer (contract §9).
+func (c *Catalog) EnvironmentKnown(name string) (ok bool, known []string) {
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			known = append(known, n)
+		}
+	}
+	for _, e := range c.Environments().All() {
+		add(e.Name)
+	}
+	for _, p := range c.All() {
+		prm := p.param(p.EnvironmentParam())
+		switch {
+		case prm == nil:
+		case prm.Type == "enum":
+			for _, v := range prm.Values {
+				add(v)
+			}
+		case prm.Type == "string" && name != "" && (prm.re == nil || prm.re.MatchString(name)):
+			ok = true // a free-form environment param can take it
+		}
+	}
+	slices.Sort(known)
+	return ok || seen[name], known
+}
+
+// param is the parameter named name, nil for none.
+func (p *Pipeline) param(name string) *Param {
+	for i := range p.Params {
+		if p.Params[i].Name == name {
+			return &p.Params[i]
+		}
+	}
+	return nil
 }

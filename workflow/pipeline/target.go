@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -78,4 +79,32 @@ func (p *Pipeline) TargetKey(params map[string]any) string {
 		return ""
 	}
 	return string(b)
+}
+
+// VersionLike reports whether name is one VersionParam could pick in some
+// pipeline: a deploy's target never includes it.
+func VersionLike(name string) bool {
+	return slices.Contains(versionNames, name) || strings.HasSuffix(name, "_version")
+}
+
+// RestoreTarget names a finished deploy's target for time to restore (a
+// failure there is restored by the next deploy that completes there): the
+// pipeline and its target key, or, for a deploy stored without one (made
+// before target keys, or of a pipeline whose params name no target), its
+// concurrency key, else its params but the version-like ones. The rollup
+// fold calls it with what the tasks row holds; the pipeline may be gone.
+func RestoreTarget(pipelineName, targetKey, concurrencyKey string, params map[string]any) string {
+	switch {
+	case targetKey != "":
+		return pipelineName + " " + targetKey
+	case concurrencyKey != "":
+		return pipelineName + " " + concurrencyKey
+	}
+	rest := make(map[string]any, len(params))
+	for k, v := range params {
+		if !VersionLike(k) {
+			rest[k] = v
+		}
+	}
+	return pipelineName + " " + Canon(rest) // json.Marshal sorts the keys
 }

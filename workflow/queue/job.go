@@ -58,6 +58,10 @@ type Outcome struct {
 	Error    string
 	Result   json.RawMessage
 	RunAfter *time.Time
+	// HeldUntil: with State scheduled, a freeze holds the task (which
+	// started no step) until then; RunAfter stays its run_at
+	// (store.TaskWrite.HeldUntil).
+	HeldUntil *time.Time
 	// Message describes the final transition in its event.
 	Message string
 	// What the task parks for, written with its state change: approvals
@@ -194,6 +198,9 @@ func (p *Pool) complete(j *Job, out Outcome, panicked bool) (wrote task.State) {
 	defer j.flushMu.Unlock()
 	w := j.take()
 	w.State, w.Release, w.Result, w.RunAfter, w.BumpAttempt = state, true, out.Result, out.RunAfter, panicked
+	if state == task.StateScheduled {
+		w.HeldUntil = out.HeldUntil
+	}
 	if state == task.StatePaused {
 		w.FailedStep, w.DecisionTimeout = out.FailedStep, out.DecisionTimeout
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flightdeck/internal/notify"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +33,11 @@ func TestAWaitingDeployIsHeldByAFreeze(t *testing.T) {
 	tk, err := b.submit(t, b.dev, map[string]any{"app": "shop", "version": "1", "env": "quiet"}, saga.Protection{})
 	require.NoError(t, err)
 	require.Equal(t, task.StatePending, tk.State)
+	// and one asked to run at a time that comes inside the freeze
+	runAt := time.Now().Add(300 * time.Millisecond).UTC().Truncate(time.Microsecond)
+	later, err := b.submit(t, b.dev, map[string]any{"app": "cart", "version": "1", "env": "quiet"}, saga.Protection{RunAt: &runAt})
+	require.NoError(t, err)
+	require.Equal(t, task.StateScheduled, later.State)
 	// The freeze starts while the deploy waits in the queue.
 	f, err := b.st.FreezeCreate(ctx, store.FreezeCreateParams{TeamID: b.admin.Memberships[0].TeamID, Environment: "quiet",
 		Until: time.Now().Add(time.Hour), Reason: "incident 9", Actor: b.admin.Email})
@@ -58,7 +65,26 @@ func TestAWaitingDeployIsHeldByAFreeze(t *testing.T) {
 		got, err = b.st.TaskGet(ctx, b.dev.TeamIDs(), tk.ID)
 		return err == nil && got.State == task.StateScheduled
 	}, 30*time.Second, 10*time.Millisecond, "the worker did not park the frozen deploy")
-	require.True(t, f.Until.Equal(*got.RunAt), "it waits for the freeze's end")
+	// held, not started, and not asked to run at the freeze's end: its
+	// JSON says so apart (issue 38, item 6)
+	require.Nil(t, got.RunAt, "a hold is not a run_at")
+	require.Nil(t, got.StartedAt, "a held task started no step")
+	held, err := saga.Held(ctx, b.st, catalog.Environments(), got, time.Now())
+	require.NoError(t, err)
+	require.NotNil(t, held)
+	require.True(t, f.Until.Equal(held.Until), "it waits for the freeze's end")
+	var gotLater *task.Task
+	require.Eventually(t, func() bool {
+		gotLater, err = b.st.TaskGet(ctx, b.dev.TeamIDs(), later.ID)
+		if err != nil || gotLater.State != task.StateScheduled {
+			return false
+		}
+		evs, err := b.st.EventsAfter(ctx, later.ID, 0, 1000)
+		return err == nil && slices.ContainsFunc(evs, func(e task.Event) bool { return strings.HasPrefix(e.Message, "Held:") })
+	}, 30*time.Second, 10*time.Millisecond, "the worker did not hold the scheduled deploy when its time came")
+	require.NotNil(t, gotLater.RunAt)
+	require.True(t, runAt.Equal(*gotLater.RunAt), "its run_at stays %s, got %s", runAt, gotLater.RunAt)
+	require.Nil(t, gotLater.StartedAt)
 	require.Empty(t, rec.done(), "no step ran inside the freeze")
 	steps, err := b.st.TaskSteps(ctx, b.dev.TeamIDs(), tk.ID)
 	require.NoError(t, err)
@@ -68,7 +94,11 @@ func TestAWaitingDeployIsHeldByAFreeze(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		got, err = b.st.TaskGet(ctx, b.dev.TeamIDs(), tk.ID)
-		return err == nil && got.State == task.StateCompleted
-	}, 30*time.Second, 10*time.Millisecond, "the deploy did not go on when the freeze ended")
-	require.Equal(t, []string{"do:one"}, rec.done())
+		if err != nil || got.State != task.StateCompleted {
+			return false
+		}
+		gotLater, err = b.st.TaskGet(ctx, b.dev.TeamIDs(), later.ID)
+		return err == nil && gotLater.State == task.StateCompleted
+	}, 30*time.Second, 10*time.Millisecond, "the deploys did not go on when the freeze ended")
+	require.Equal(t, []string{"do:one", "do:one"}, rec.done())
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"flightdeck/internal/words"
@@ -31,8 +33,8 @@ type Protection struct {
 }
 
 // Refusal is a submit an environment's rules refuse, with the contract's
-// code: invalid (422, Field set), not_promoted or frozen (409; frozen with
-// RetryAfter) or forbidden (403).
+// code: invalid (422, Field set), not_promoted, frozen or
+// not_enough_reviewers (409; frozen with RetryAfter) or forbidden (403).
 type Refusal struct {
 	Code       string
 	Field      string
@@ -129,14 +131,21 @@ func ProtectDeploy(ctx context.Context, st *store.Store, in *store.TaskInsertPar
 		}
 		return schedule(in, runAt, now)
 	}
+	r := e.Reviewers
+	if err := enoughReviewers(ctx, st, in, env, r.Count, r.Roles); err != nil {
+		return err
+	}
 	changes, err := currentChanges(ctx, st, in, pub)
 	if err != nil {
 		return err
 	}
-	r := e.Reviewers
 	in.State, in.RunAfter = task.StateAwaitingApproval, o.RunAt
+	covers, err := coveredSteps(p, params, in, r.Roles)
+	if err != nil {
+		return err
+	}
 	in.Reviewers = &store.ReviewersParams{ID: store.NewTaskID(), Environment: env, Required: r.Count, Roles: r.Roles,
-		Timeout: r.Timeout, Wait: e.Wait, Changes: changes}
+		Timeout: r.Timeout, Wait: e.Wait, Changes: changes, Covers: covers}
 	data, _ := json.Marshal(map[string]any{"approval_id": in.Reviewers.ID, "kind": "environment", "required": r.Count,
 		"roles": r.Roles, "expires_at": now.Add(r.Timeout).UTC()})
 	in.Events = append(in.Events, task.Event{Type: task.EventApprovalRequested, Status: task.StatusApproval,
@@ -233,4 +242,62 @@ func Held(ctx context.Context, st *store.Store, rules *environment.Rules, t *tas
 // RetryAfterSeconds is d in whole seconds, at least 1 (a Retry-After header).
 func RetryAfterSeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// enoughReviewers refuses a submit whose environment's reviewers can never
+// be found: fewer people in the team with the allowed roles, the creator
+// left out (four eyes), than the approvals needed. The deploy would
+// otherwise wait for the impossible until its reviewers' timeout.
+func enoughReviewers(ctx context.Context, st *store.Store, in *store.TaskInsertParams, env string, count int, roles []string) error {
+	n, err := st.TeamDeciders(ctx, in.TeamID, roles, in.CreatedByID)
+	if err != nil {
+		return err
+	}
+	if n >= count {
+		return nil
+	}
+	may := "nobody else in the team may"
+	switch {
+	case n == 1:
+		may = "only 1 other person in the team may"
+	case n > 1:
+		may = fmt.Sprintf("only %d other people in the team may", n)
+	}
+	return &Refusal{Code: "not_enough_reviewers", Message: fmt.Sprintf(
+		"a deploy to %s needs %s from people with the role %s other than its creator, and %s approve it: ask an admin to give more people one of those roles",
+		env, words.Count(int64(count), "approval"), strings.Join(roles, " or "), may)}
+}
+
+// coveredSteps are the step approvals of the deploy that its environment's
+// reviewers decide (contract §9): those that will ask (their `when` holds
+// for these params, as the run renders it) and whose roles are all among
+// the reviewers'. A step approval that asks other roles still asks.
+func coveredSteps(p *pipeline.Pipeline, params map[string]any, in *store.TaskInsertParams, reviewerRoles []string) ([]store.CoveredStep, error) {
+	stages, _, err := p.Plan(params)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.CoveredStep
+	for _, st := range stages {
+		for _, ps := range st.Steps {
+			ap := ps.Step.Approval
+			if ap == nil {
+				continue
+			}
+			if ap.When != "" {
+				v, err := renderString(ap.When, templateData(in.ID, in.Team, params, ps))
+				if err != nil || strings.TrimSpace(v) != "true" {
+					continue // the run says why a when does not render
+				}
+			}
+			roles := ap.Roles
+			if len(roles) == 0 {
+				roles = pipeline.ApprovalRolesDefault
+			}
+			if !slices.ContainsFunc(roles, func(r string) bool { return !slices.Contains(reviewerRoles, r) }) {
+				out = append(out, store.CoveredStep{Idx: ps.Index, Name: ps.Name, Roles: roles})
+			}
+		}
+	}
+	return out, nil
 }

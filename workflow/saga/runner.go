@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"flightdeck/internal/words"
 	"flightdeck/store"
 	"flightdeck/workflow/action"
 	"flightdeck/workflow/environment"
@@ -202,9 +203,10 @@ func (rn *run) frozen() *queue.Outcome {
 	if !frozen {
 		return nil
 	}
+	// its run_at stays what it was asked for; the hold is its own
 	until := hold.Until.UTC()
-	return &queue.Outcome{State: task.StateScheduled, RunAfter: &until,
-		Message: fmt.Sprintf("Held: %s is frozen (%s) until %s", t.Environment, hold.Reason, until.Format(time.RFC3339))}
+	return &queue.Outcome{State: task.StateScheduled, RunAfter: t.RunAt, HeldUntil: &until,
+		Message: fmt.Sprintf("Held: %s is frozen (%s) until %s", t.Environment, hold.Reason, words.At(until, now))}
 }
 
 // initSteps loads the step rows the submit and earlier runs stored (the

@@ -1,6 +1,7 @@
 package saga
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -161,6 +162,7 @@ type Submission struct {
 func Submit(ctx context.Context, st *store.Store, s Submission) (t *task.Task, created bool, err error) {
 	in := s.Insert
 	if s.Pipeline != nil {
+		in.Team = cmp.Or(in.Team, s.Team) // the templates' .task.team, as the run sees it
 		if err := NewDeploy(&in, s.Pipeline, s.Params, s.Team); err != nil {
 			return nil, false, &Refusal{Code: "invalid", Field: "params", Message: err.Error()}
 		}

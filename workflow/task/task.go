@@ -66,6 +66,17 @@ func (s State) WaitsForPerson() bool {
 	return s == StateAwaitingApproval || s == StateAwaitingInput || s == StatePaused
 }
 
+// RunTime is an ended task's run time: from its start to its end, less the
+// time it waited for people (the states WaitsForPerson names, which the
+// store sums as waited, by the database's clock as every task time is);
+// 0 for a task that never started.
+func RunTime(started *time.Time, finished time.Time, waited time.Duration) time.Duration {
+	if started == nil {
+		return 0
+	}
+	return max(0, finished.Sub(*started)-waited)
+}
+
 // Valid reports whether s is a known state.
 func (s State) Valid() bool {
 	_, ok := transitions[s]
