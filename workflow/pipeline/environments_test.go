@@ -145,4 +145,3 @@ func TestRolloutDeploysToTheDemoEnvironments(t *testing.T) {
 		}
 	}
 }
-
