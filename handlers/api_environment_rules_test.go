@@ -274,6 +274,18 @@ func TestNotEnoughReviewersAtSubmit(t *testing.T) {
 	r = submit("dee")
 	require.Equal(t, http.StatusAccepted, r.status, r.raw)
 	require.Equal(t, "awaiting_approval", r.body["state"])
+	// a re-run by sam is sam's deploy: the same submit path refuses it
+	deeTask := r.body["id"].(string)
+	aid := r.body["approvals"].([]any)[0].(map[string]any)["id"].(string)
+	for _, who := range []string{"sam", "una"} {
+		d := rb.api(t, http.MethodPost, "/api/v1/tasks/"+deeTask+"/approvals/"+aid+"/approve", rb.tokens[who], `{}`, nil)
+		require.Equal(t, http.StatusOK, d.status, d.raw)
+	}
+	testfactory.Completed(t, rb.store, deeTask)
+	rr := rb.api(t, http.MethodPost, "/api/v1/tasks/"+deeTask+"/rerun", rb.tokens["sam"], ``, nil)
+	require.Equal(t, http.StatusConflict, rr.status, rr.raw)
+	code, _ = errCode(rr)
+	require.Equal(t, "not_enough_reviewers", code, "a re-run goes through ProtectDeploy")
 	// a second approver joins: sam's deploy can find its reviewers now
 	testfactory.User(t, rb.store, "ray@solo.test", "solo", auth.RoleApprover)
 	r = submit("sam")

@@ -94,37 +94,42 @@ func overviewOf(ep pages.EnvironmentsProps, catalog *pipeline.Catalog, now time.
 	return p
 }
 
-// promotionOrder orders environments as promotions go: each chain of
-// promote_to from its start (an environment nothing promotes into), chains
-// by their start's name, then the rest by name. Staging comes before
-// production.
+// promotionOrder orders environments as promotions go: an environment on
+// a promote_to chain after every one that promotes into it (by the longest
+// way in: dev, staging, production; two sources of one environment side
+// by side, by name, both before it), then the rest by name. Following
+// each chain from its start instead put production before a second
+// source (e2e-frozen, e2e-prod, e2e-staging). A cycle in the rules ends.
 func promotionOrder(rules *environment.Rules, envs []string) []string {
-	into := map[string]bool{}
+	chain := map[string]bool{}
+	depth := map[string]int{}
 	for _, e := range envs {
-		if r := rules.Get(e); r != nil && r.PromoteTo != "" {
-			into[r.PromoteTo] = true
+		if r := rules.Get(e); r != nil && r.PromoteTo != "" && slices.Contains(envs, r.PromoteTo) {
+			chain[e], chain[r.PromoteTo] = true, true
 		}
 	}
-	sorted := slices.Sorted(slices.Values(envs))
-	var out []string
-	for _, start := range sorted {
-		if into[start] {
-			continue
-		}
-		for e := start; e != "" && slices.Contains(envs, e) && !slices.Contains(out, e); {
-			out = append(out, e)
-			r := rules.Get(e)
-			if r == nil {
-				break
+	for range len(envs) { // at most one round per environment: a cycle stops
+		changed := false
+		for _, e := range envs {
+			if r := rules.Get(e); r != nil && chain[r.PromoteTo] && depth[r.PromoteTo] < depth[e]+1 && depth[e]+1 < len(envs) {
+				depth[r.PromoteTo], changed = depth[e]+1, true
 			}
-			e = r.PromoteTo
+		}
+		if !changed {
+			break
 		}
 	}
-	for _, e := range sorted { // cycles, and what only a cycle reaches
-		if !slices.Contains(out, e) {
-			out = append(out, e)
+	out := slices.Sorted(slices.Values(envs))
+	out = slices.Compact(out)
+	slices.SortStableFunc(out, func(a, b string) int {
+		if chain[a] != chain[b] {
+			if chain[a] {
+				return -1
+			}
+			return 1
 		}
-	}
+		return depth[a] - depth[b]
+	})
 	return out
 }
 
@@ -145,13 +150,7 @@ func activeFreeze(fs []pages.EnvFreeze, env string, now time.Time) *pages.EnvFre
 // (it runs there already), soaking, frozen, or missing (the source has
 // none). A cell nothing promotes into has none.
 func readiness(c *pages.OverviewCell, rules *environment.Rules, envs []string, row map[string]*pages.EnvTarget, now time.Time) {
-	from := ""
-	for _, env := range envs { // in promotion order: the first that promotes here
-		if r := rules.Get(env); r != nil && r.PromoteTo == c.Env {
-			from = env
-			break
-		}
-	}
+	from := promoteSource(c.Env, rules, envs, row)
 	if from == "" {
 		return
 	}
@@ -182,4 +181,41 @@ func readiness(c *pages.OverviewCell, rules *environment.Rules, envs []string, r
 		}
 	}
 	c.Ready, c.ReadyText = "ready", cur.Version+" from "+from+" is ready to promote"
+}
+
+// promoteSource is the environment whose version a promotion into env
+// takes: the one env requires (its promotion gate) when it promotes here,
+// else the first in promotion order with a deploy of the row (one whose
+// version does not run here yet first), else the first that promotes here; "" when none does. With two sources (staging
+// and hotfix into production) the first by name alone may have nothing.
+func promoteSource(env string, rules *environment.Rules, envs []string, row map[string]*pages.EnvTarget) string {
+	var cands []string
+	for _, e := range envs {
+		if r := rules.Get(e); r != nil && r.PromoteTo == env {
+			cands = append(cands, e)
+		}
+	}
+	if len(cands) == 0 {
+		return ""
+	}
+	if to := rules.Get(env); to != nil && to.Requires != nil && slices.Contains(cands, to.Requires.Env) {
+		return to.Requires.Env
+	}
+	// A source whose version runs here already has nothing to promote:
+	// prefer one that would change something.
+	here := ""
+	if t := row[env]; t != nil && t.Current != nil {
+		here = t.Current.Version
+	}
+	for _, e := range cands {
+		if t := row[e]; t != nil && t.Current != nil && t.Current.Version != here {
+			return e
+		}
+	}
+	for _, e := range cands {
+		if t := row[e]; t != nil && t.Current != nil {
+			return e
+		}
+	}
+	return cands[0]
 }
