@@ -306,7 +306,7 @@ func TestFreezeOfAnUnknownEnvironment(t *testing.T) {
 	require.Equal(t, "invalid", code)
 	require.Equal(t, "environment", field)
 	require.Contains(t, r.raw, "prodution")
-	require.Contains(t, r.raw, "gated, production, staging", "the known environments, by name")
+	require.Contains(t, r.raw, "gated, production, qa, staging", "the known environments, by name")
 	// a value of a pipeline's environment enum is known, rules or not
 	r = rb.api(t, http.MethodPost, "/api/v1/freezes", rb.tokens["ann"],
 		`{"environment":"gated","until":"`+until+`","reason":"quiet week"}`, nil)

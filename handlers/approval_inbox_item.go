@@ -44,6 +44,7 @@ func (h *Handler) inboxItems(ctx context.Context, its []store.InboxItem) ([]page
 		var pp map[string]any
 		_ = json.Unmarshal(prev[j].Params, &pp)
 		v.From = toString(pp[v.VersionParam])
+		h.compareLink(v, its[i])
 	}
 	return out, nil
 }
@@ -91,6 +92,8 @@ func (h *Handler) inboxItem(it store.InboxItem, now time.Time) (pages.InboxItem,
 	}
 	v.Target, v.TargetTitle, v.To = deployTarget(p, params)
 	v.VersionParam = p.VersionParam()
+	v.ToURL = p.VersionURL(values)
+	v.CompareURL = p.CompareURL(v.From, v.To, values)
 	if !v.ToolCall {
 		v.Params = paramValues(p, values)
 	}
@@ -98,6 +101,20 @@ func (h *Handler) inboxItem(it store.InboxItem, now time.Time) (pages.InboxItem,
 		return v, nil
 	}
 	return v, &store.PreviousDeployQuery{TeamID: it.TeamID, Pipeline: p.Name, TargetKey: p.TargetKey(values), TaskID: it.TaskID, Before: now}
+}
+
+// compareLink links v's change once its From is known (the pipeline's
+// links.compare over the approval's deploy params).
+func (h *Handler) compareLink(v *pages.InboxItem, it store.InboxItem) {
+	p, ok := h.pipelines.Get(it.Pipeline)
+	if !ok {
+		return
+	}
+	var values map[string]any
+	if json.Unmarshal(it.Params, &values) != nil {
+		return
+	}
+	v.CompareURL = p.CompareURL(v.From, v.To, values)
 }
 
 // paramValues lists a deploy's params in the pipeline's order, secrets as

@@ -68,7 +68,7 @@ func TestFreezeFormOfAnUnknownEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode, string(body))
 	require.Contains(t, string(body), "prodution")
-	require.Contains(t, string(body), "gated, production, staging")
+	require.Contains(t, string(body), "gated, production, qa, staging")
 
 	form.Set("environment", "production")
 	require.Equal(t, http.StatusSeeOther, rb.postForm(t, bob, "/freezes", form, nil))

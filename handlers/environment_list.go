@@ -302,6 +302,7 @@ func envDeploy(pl *pipeline.Pipeline, targetKey string, d *store.Deployed, now t
 	_ = json.Unmarshal([]byte(targetKey), &target)
 	if pl != nil && pl.VersionParam() != "" {
 		out.Version = fmt.Sprint(params[pl.VersionParam()])
+		out.VersionURL = pl.VersionURL(params) // "" when the pipeline has no links.version
 		return out
 	}
 	rest := map[string]any{}

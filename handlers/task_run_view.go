@@ -320,6 +320,7 @@ func (h *Handler) deployView(ctx context.Context, t *task.Task, pl *pipeline.Pip
 		return d, nil
 	}
 	d.Version = fmt.Sprint(v)
+	d.VersionURL = pl.VersionURL(params)
 	before := time.Now()
 	if t.StartedAt != nil {
 		before = *t.StartedAt
@@ -334,6 +335,7 @@ func (h *Handler) deployView(ctx context.Context, t *task.Task, pl *pipeline.Pip
 	var pp map[string]any
 	_ = json.Unmarshal(prev.Params, &pp)
 	d.From, d.FromTask = fmt.Sprint(pp[d.VersionName]), prev.TaskID
+	d.CompareURL = pl.CompareURL(d.From, d.Version, params)
 	return d, nil
 }
 

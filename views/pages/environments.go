@@ -6,6 +6,7 @@ import "time"
 type EnvDeploy struct {
 	TaskID     string
 	Version    string // the version param's value, or the non-target params
+	VersionURL string // where the version's source is (links.version), "" for nowhere
 	By         string
 	FinishedAt time.Time
 	Ago        string // FinishedAt relative to the render ("5 min ago")

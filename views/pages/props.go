@@ -251,6 +251,9 @@ type InboxItem struct {
 	Target, TargetTitle    string
 	VersionParam, From, To string
 	FromNote               string
+	// ToURL and CompareURL link the version and the change to their
+	// source (the pipeline's links; "" when it has none).
+	ToURL, CompareURL      string
 	Roles                  []string // who may decide (with the creator for a tool call)
 	Runs                   string   // the step's action
 	Params                 []KV     // the deploy's other params (secrets redacted)

@@ -33,6 +33,9 @@ type DeployView struct {
 	// From is the version deployed to the target before this run (its task
 	// FromTask); FromTask "" when nothing was.
 	From, FromTask string
+	// VersionURL and CompareURL link the version and the change from
+	// From to their source (the pipeline's links; "" when it has none).
+	VersionURL, CompareURL string
 }
 
 // Param is one named value.

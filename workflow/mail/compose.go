@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"flightdeck/internal/words"
 	"flightdeck/store"
 	views "flightdeck/views/mail"
 	"flightdeck/workflow/pipeline"
@@ -193,38 +194,14 @@ func shown(m map[string]any, k string) string {
 	return cut(OneLine(s), maxValueRunes)
 }
 
-// When says a time in people's words, relative to now: "in 59 minutes
-// (22:41 UTC)", "3 hours ago (2026-11-28 19:02 UTC)".
+// When says a time in people's words, relative to now, in the words every
+// page uses (internal/words): "in 59 minutes (21:59 UTC today)", "3 hours
+// ago (18:00 UTC today)", "in 2 days (Mon 30 Nov 21:00 UTC)".
 func When(t, now time.Time) string {
-	d := t.Sub(now)
-	abs := "at " + t.UTC().Format("15:04 UTC")
-	if t.UTC().Format("2006-01-02") != now.UTC().Format("2006-01-02") {
-		abs = "on " + t.UTC().Format("2006-01-02 15:04 UTC")
+	if t.After(now) {
+		return "in " + words.Duration(t.Sub(now)) + " (" + words.At(t, now) + ")"
 	}
-	if d >= 0 {
-		return "in " + Duration(d) + " (" + abs + ")"
-	}
-	return Duration(-d) + " ago (" + abs + ")"
-}
-
-// Duration says a length of time roughly, as a person would.
-func Duration(d time.Duration) string {
-	plural := func(n int, unit string) string {
-		if n == 1 {
-			return "1 " + unit
-		}
-		return fmt.Sprintf("%d %ss", n, unit)
-	}
-	switch {
-	case d < time.Minute:
-		return "less than a minute"
-	case d < time.Hour:
-		return plural(int(d.Round(time.Minute)/time.Minute), "minute")
-	case d < 48*time.Hour:
-		return plural(int(d.Round(time.Hour)/time.Hour), "hour")
-	default:
-		return plural(int(d.Round(24*time.Hour)/(24*time.Hour)), "day")
-	}
+	return words.Duration(now.Sub(t)) + " ago (" + words.At(t, now) + ")"
 }
 
 // why tells a person why they got an email and where to turn it off.

@@ -56,9 +56,9 @@ func TestChanges(t *testing.T) {
 func TestOneLineAndWhen(t *testing.T) {
 	require.Equal(t, "a b c d", OneLine("a\r\nb\tc\u2028 d\x00"))
 	now := time.Date(2026, 11, 28, 21, 0, 0, 0, time.UTC)
-	require.Equal(t, "in 59 minutes (at 21:59 UTC)", When(now.Add(59*time.Minute), now))
-	require.Equal(t, "3 hours ago (at 18:00 UTC)", When(now.Add(-3*time.Hour), now))
-	require.Equal(t, "in 2 days (on 2026-11-30 21:00 UTC)", When(now.Add(48*time.Hour), now))
+	require.Equal(t, "in 59 minutes (21:59 UTC today)", When(now.Add(59*time.Minute), now))
+	require.Equal(t, "3 hours ago (18:00 UTC today)", When(now.Add(-3*time.Hour), now))
+	require.Equal(t, "in 2 days (Mon 30 Nov 21:00 UTC)", When(now.Add(48*time.Hour), now))
 }
 
 // TestExampleEmail renders an approval email as the server would (its

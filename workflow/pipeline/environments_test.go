@@ -122,4 +122,26 @@ func TestDemoEnvironmentsLoad(t *testing.T) {
 	require.Equal(t, "production", r.Get("staging").PromoteTo)
 	require.Equal(t, 2, r.Get("production").Reviewers.Count)
 	require.NotEmpty(t, r.Get("production").Freeze)
+	// The tour's guided failure: a failed step in qa waits for a person.
+	require.Equal(t, "ask", r.Get("qa").OnFailure)
+	require.Equal(t, "staging", r.Get("qa").PromoteTo)
+}
+
+// The tour's deploy to watch deploys into the demo's environments, qa
+// (guided failure) first.
+func TestRolloutDeploysToTheDemoEnvironments(t *testing.T) {
+	t.Parallel()
+	c, err := NewCatalog(Builtin()...)
+	require.NoError(t, err)
+	p, ok := c.Get("web-service-rollout")
+	require.True(t, ok)
+	r := DemoEnvironments()
+	for _, prm := range p.Params {
+		if prm.Name == p.Environment {
+			require.Equal(t, "qa", prm.Default)
+			for _, v := range prm.Values {
+				require.NotNil(t, r.Get(v), "environment %s has rules in the demo", v)
+			}
+		}
+	}
 }

@@ -192,7 +192,7 @@ func (l *loader) parse(data []byte) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.only(l, "name", "description", "params", "target", "concurrency", "environment", "steps", "on_failure", "decision_timeout"); err != nil {
+	if err := m.only(l, "name", "description", "params", "target", "concurrency", "environment", "steps", "on_failure", "decision_timeout", "links"); err != nil {
 		return nil, err
 	}
 	p := &Pipeline{}
@@ -271,6 +271,11 @@ func (l *loader) parse(data []byte) (*Pipeline, error) {
 	}
 	if d := m.get("decision_timeout"); d != nil {
 		if p.DecisionTimeout, err = l.duration("pipeline", d); err != nil {
+			return nil, err
+		}
+	}
+	if lk := m.get("links"); lk != nil {
+		if p.Links, err = l.links(lk, p); err != nil {
 			return nil, err
 		}
 	}
@@ -901,4 +906,42 @@ func (l *loader) field(path []string) error {
 		return fmt.Errorf("unknown field .%s (want .params, .task or .item)", path[0])
 	}
 	return nil
+}
+
+// links reads the links block: version and compare URL templates, each
+// checked by Links.compile at the line of its value.
+func (l *loader) links(lk *pair, p *Pipeline) (*Links, error) {
+	m, err := l.mapping(lk.val, "links")
+	if err != nil {
+		return nil, err
+	}
+	if err := m.only(l, "version", "compare"); err != nil {
+		return nil, err
+	}
+	out := &Links{}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"version", &out.Version}, {"compare", &out.Compare}} {
+		v := m.get(f.key)
+		if v == nil {
+			continue
+		}
+		if *f.dst, err = l.str("links", v); err != nil {
+			return nil, err
+		}
+		one := &Links{}
+		if f.key == "version" {
+			one.Version = *f.dst
+		} else {
+			one.Compare = *f.dst
+		}
+		if err := one.compile(p); err != nil {
+			return nil, l.errf(v.val, "pipeline: %v", err)
+		}
+	}
+	if err := out.compile(p); err != nil {
+		return nil, l.errf(lk.val, "pipeline: %v", err)
+	}
+	return out, nil
 }

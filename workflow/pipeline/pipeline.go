@@ -64,6 +64,9 @@ type Pipeline struct {
 	// DecisionTimeoutDefault, then it rolls back). See AsksOnFailure.
 	OnFailure       string
 	DecisionTimeout time.Duration
+	// Links, if set, link versions to their source (links: version and
+	// compare); see VersionURL and CompareURL.
+	Links *Links
 
 	// file and lines place a loaded pipeline's steps for CheckActions
 	// (both empty for pipelines built in Go).

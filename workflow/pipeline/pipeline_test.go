@@ -62,7 +62,7 @@ func TestCatalog(t *testing.T) {
 	for _, p := range c.All() {
 		names = append(names, p.Name)
 	}
-	require.Equal(t, []string{"approval-demo", "canary", "health-check", "noop", "static-site", "web-service", "web-service-canary"}, names)
+	require.Equal(t, []string{"approval-demo", "canary", "health-check", "noop", "static-site", "web-service", "web-service-canary", "web-service-rollout"}, names)
 	_, err := NewCatalog(&Pipeline{Name: "bad", Params: []Param{{Name: "x", Type: "float"}}})
 	require.Error(t, err)
 }
