@@ -16,5 +16,7 @@ export DATABASE_URL
 export FLIGHTDECK_DEV=1
 # Demo apps deployed by the tests stop with the server instead of outliving it.
 export FLIGHTDECK_LOCAL_STOP_ON_EXIT=1
+# Parallel workers on two cores start demo apps slowly.
+export FLIGHTDECK_LOCAL_HEALTH_TIMEOUT="${FLIGHTDECK_LOCAL_HEALTH_TIMEOUT:-60s}"
 export FLIGHTDECK_DEV_PASSWORD="${FLIGHTDECK_DEV_PASSWORD:-e2e-demo-password}"
 exec "$BIN" serve --addr "127.0.0.1:${E2E_PORT:-18731}" --workers 4

@@ -92,5 +92,6 @@ func loadCatalog(cfg config.Config) (*pipeline.Catalog, error) {
 
 // localProvider is the local provider of this node.
 func localProvider(cfg config.Config, st *store.Store, logger *slog.Logger) (*local.Provider, error) {
-	return local.New(local.Config{Store: st, Logger: logger, MonitorInterval: cfg.LocalMonitorInterval, MonitorTick: cfg.LocalMonitorTick})
+	return local.New(local.Config{Store: st, Logger: logger, MonitorInterval: cfg.LocalMonitorInterval, MonitorTick: cfg.LocalMonitorTick,
+		HealthTimeout: cfg.LocalHealthTimeout})
 }

@@ -124,6 +124,10 @@ type Config struct {
 	// often due monitors are looked for (FLIGHTDECK_LOCAL_MONITOR_TICK, default 1s).
 	LocalMonitorInterval time.Duration
 	LocalMonitorTick     time.Duration
+	// LocalHealthTimeout bounds how long a new demo app may take to say its
+	// address and answer /healthz (FLIGHTDECK_LOCAL_HEALTH_TIMEOUT, default
+	// 15s): a machine busy with other work (a test run) may need longer.
+	LocalHealthTimeout time.Duration
 	// LocalTLSAddr also serves local routes over HTTPS (FLIGHTDECK_LOCAL_TLS_ADDR,
 	// --local-tls-addr; default "": off).
 	LocalTLSAddr string
@@ -258,6 +262,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.ArtifactMaxBytes = int64(num("FLIGHTDECK_ARTIFACT_MAX_BYTES", 64<<20))
 	c.LocalMonitorInterval = dur("FLIGHTDECK_LOCAL_MONITOR_INTERVAL", 30*time.Second)
 	c.LocalMonitorTick = dur("FLIGHTDECK_LOCAL_MONITOR_TICK", time.Second)
+	c.LocalHealthTimeout = dur("FLIGHTDECK_LOCAL_HEALTH_TIMEOUT", 0)
 	c.LocalTLSAddr = getenv("FLIGHTDECK_LOCAL_TLS_ADDR")
 	c.LocalStopOnExit = isTrue(getenv("FLIGHTDECK_LOCAL_STOP_ON_EXIT"))
 	c.WebhookAllow = splitList(getenv("FLIGHTDECK_WEBHOOK_ALLOW"))
