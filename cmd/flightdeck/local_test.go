@@ -180,7 +180,7 @@ func TestServeLocal(t *testing.T) {
 	addr, tlsAddr := freeAddr(t), freeAddr(t)
 	env := map[string]string{"DATABASE_URL": dbURL, "FLIGHTDECK_LOCAL_STOP_ON_EXIT": "1", "FLIGHTDECK_POLL_INTERVAL": "50ms",
 		"FLIGHTDECK_LOCAL_HEALTH_TIMEOUT": "60s", // a loaded test machine starts demo apps slowly
-		"FLIGHTDECK_URL": "http://" + addr, "FLIGHTDECK_TOKEN": token}
+		"FLIGHTDECK_URL":                  "http://" + addr, "FLIGHTDECK_TOKEN": token}
 	getenv := func(k string) string { return env[k] }
 	serve := func() (stop func()) {
 		sctx, cancel := context.WithCancel(context.Background())
