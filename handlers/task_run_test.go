@@ -77,7 +77,7 @@ func TestTaskPushAppends(t *testing.T) {
 		Log: []components.LogLine{{Seq: 3, Text: "old line"}, {Seq: 5, Text: "new line"}}}
 	p := pages.TaskShowProps{Task: pages.TaskView{ID: "t1", Kind: "deploy", State: "running"}, Seq: 5, StepsSig: "s1",
 		Stages: []components.StageView{{Steps: []components.StepView{step}}}}
-	tp := newTaskPushAfter("4", "s1", "")
+	tp := newTaskPushAfter("4", "s1", "", "")
 	f := string(tp.frame(p))
 	require.Contains(t, f, `hx-swap-oob="beforeend:#step-1-log"`)
 	require.Contains(t, f, "new line")
@@ -93,8 +93,30 @@ func TestTaskPushAppends(t *testing.T) {
 	require.Contains(t, f, `id="task-steps"`)
 	require.Equal(t, 1, strings.Count(f, "old line"))
 
-	whole := string(newTaskPushAfter("", "", "").frame(p))
+	whole := string(newTaskPushAfter("", "", "", "").frame(p))
 	require.Contains(t, whole, `id="task-events"`, "a page that says nothing gets every section")
+}
+
+// TestTaskPushSkipsSectionsThePageShows: a page that says which sections
+// it shows (their hashes, RunSeq's data-sigs) gets none of them again on
+// its socket's first push, so a comment a person began to type in an
+// approval card is not wiped; a section that changed since comes whole.
+func TestTaskPushSkipsSectionsThePageShows(t *testing.T) {
+	t.Parallel()
+	p := pages.TaskShowProps{Task: pages.TaskView{ID: "t1", Kind: "deploy", State: "awaiting_approval"}, Seq: 5, StepsSig: "s1",
+		Approvals: []pages.ApprovalView{{ID: "a1", Step: "production", State: "pending", Environment: true, Required: 2, CanDecide: true}}}
+	sigs := sectionSigs(p)
+	require.Contains(t, sigs, "task-approvals=")
+	f := string(newTaskPushAfter("5", "s1", "", sigs).frame(p))
+	require.NotContains(t, f, `id="task-approvals"`, "the page shows it already")
+	require.NotContains(t, f, `id="task-header"`)
+	all := string(newTaskPushAfter("5", "s1", "", "").frame(p))
+	require.Contains(t, all, `id="task-approvals"`, "a page that says nothing gets the sections whole")
+
+	p.Approvals[0].Decisions = []string{"ann approved"}
+	f = string(newTaskPushAfter("5", "s1", "", sigs).frame(p))
+	require.Contains(t, f, `id="task-approvals"`, "a changed section comes whole")
+	require.Contains(t, f, `data-sigs="`, "and the page learns the new hashes for a reconnect")
 }
 
 // TestRunModelNumbersLines: a step's lines are numbered from 1 across its

@@ -30,6 +30,7 @@ func (h *Handler) taskShow(c echo.Context) error {
 		h.runModels.keep(p.Task.ID, m, -1) // for the page's socket (after_seq=p.Seq)
 	}
 	p.CSRFToken = csrfToken(c)
+	p.SectionSigs = sectionSigs(p)
 	title := p.Task.Pipeline
 	if title == "" {
 		title = "Agent task"

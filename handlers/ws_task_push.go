@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -30,10 +31,10 @@ type taskPush struct {
 // these steps and compensation lists, as the page's script asks on
 // connecting); a client that says nothing gets every section whole.
 func newTaskPush(c echo.Context) *taskPush {
-	return newTaskPushAfter(c.QueryParam("after_seq"), c.QueryParam("steps"), c.QueryParam("undo"))
+	return newTaskPushAfter(c.QueryParam("after_seq"), c.QueryParam("steps"), c.QueryParam("undo"), c.QueryParam("sigs"))
 }
 
-func newTaskPushAfter(after, steps, undo string) *taskPush {
+func newTaskPushAfter(after, steps, undo, sigs string) *taskPush {
 	tp := &taskPush{model: newRunModel(), sent: map[string]uint64{}, seq: -1}
 	n, err := strconv.Atoi(after)
 	if err != nil || n < 0 {
@@ -43,7 +44,54 @@ func newTaskPushAfter(after, steps, undo string) *taskPush {
 	tp.sent["task-steps"] = sigHash(steps)
 	tp.sent["task-compensation"] = sigHash(undo)
 	tp.sent["task-events"] = sigHash("")
+	// the sections as the page shows them: only those that differ go out
+	for _, kv := range strings.Split(sigs, ",") {
+		id, hx, _ := strings.Cut(kv, "=")
+		if h, err := strconv.ParseUint(hx, 16, 64); err == nil && slices.ContainsFunc(taskSectionIDs, func(s string) bool { return s == id }) {
+			tp.sent[id] = h
+		}
+	}
 	return tp
+}
+
+// taskSectionIDs are the run page's sections a push swaps whole, in the
+// order taskSections gives them.
+var taskSectionIDs = []string{"task-header", "task-control", "task-approvals", "task-agent", "task-failure", "task-gantt", "task-artifacts"}
+
+// taskSections are those sections of p.
+func taskSections(p pages.TaskShowProps) []templ.Component {
+	return []templ.Component{pages.TaskHeader(p), pages.TaskControl(p), pages.TaskApprovals(p), pages.TaskAgent(p),
+		pages.TaskFailure(p), pages.TaskGantt(p), pages.TaskArtifacts(p)}
+}
+
+// sectionHash is the hash of a section's HTML, as a push compares it.
+func sectionHash(c templ.Component) uint64 {
+	var b bytes.Buffer
+	_ = c.Render(context.Background(), &b)
+	h := fnv.New64a()
+	_, _ = h.Write(b.Bytes())
+	return h.Sum64()
+}
+
+// sectionSigs says the hash of every section of p ("id=hex,…"): the page
+// gives them to its socket (RunSeq's data-sigs).
+func sectionSigs(p pages.TaskShowProps) string {
+	out := make([]string, len(taskSectionIDs))
+	for i, c := range taskSections(p) {
+		out[i] = taskSectionIDs[i] + "=" + strconv.FormatUint(sectionHash(c), 16)
+	}
+	return strings.Join(out, ",")
+}
+
+// sigs is sectionSigs of what the socket has sent.
+func (tp *taskPush) sigs() string {
+	var out []string
+	for _, id := range taskSectionIDs {
+		if h, ok := tp.sent[id]; ok {
+			out = append(out, id+"="+strconv.FormatUint(h, 16))
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 func sigHash(s string) uint64 {
@@ -56,13 +104,9 @@ func sigHash(s string) uint64 {
 // empty when nothing changed.
 func (tp *taskPush) frame(p pages.TaskShowProps) []byte {
 	var out bytes.Buffer
-	tp.section(&out, "task-header", pages.TaskHeader(p))
-	tp.section(&out, "task-control", pages.TaskControl(p))
-	tp.section(&out, "task-approvals", pages.TaskApprovals(p))
-	tp.section(&out, "task-agent", pages.TaskAgent(p))
-	tp.section(&out, "task-failure", pages.TaskFailure(p))
-	tp.section(&out, "task-gantt", pages.TaskGantt(p))
-	tp.section(&out, "task-artifacts", pages.TaskArtifacts(p))
+	for i, c := range taskSections(p) {
+		tp.section(&out, taskSectionIDs[i], c)
+	}
 
 	// The lists: whole when their structure changed, else part by part.
 	if tp.changed("task-steps", sigHash(p.StepsSig)) {
@@ -87,6 +131,7 @@ func (tp *taskPush) frame(p pages.TaskShowProps) []byte {
 		_ = pages.EventsPrepend(eventViews(evs)).Render(context.Background(), &out)
 	}
 	if out.Len() > 0 || tp.seq != p.Seq {
+		p.SectionSigs = tp.sigs() // a reconnect says what the page shows now
 		_ = pages.RunSeq(p).Render(context.Background(), &out)
 	}
 	tp.seq = p.Seq

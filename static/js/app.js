@@ -81,7 +81,7 @@ setInterval(function () {
     if (seq && /\/tasks\/[^\/?]+\/ws$/.test(url)) {
       var sig = function (id) { var el = document.getElementById(id); return el ? el.dataset.sig || "" : ""; };
       url += (url.indexOf("?") >= 0 ? "&" : "?") + "after_seq=" + encodeURIComponent(seq.dataset.seq) + "&steps=" + encodeURIComponent(sig("task-steps")) +
-        "&undo=" + encodeURIComponent(sig("task-compensation"));
+        "&undo=" + encodeURIComponent(sig("task-compensation")) + "&sigs=" + encodeURIComponent(seq.dataset.sigs || "");
     }
     // Every page socket keeps the approvals badge current from the count the page shows.
     var badge = document.getElementById("nav-approvals-badge");

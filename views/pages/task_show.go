@@ -109,6 +109,10 @@ type TaskShowProps struct {
 	// Seq is the task row's last event seq when it was read: everything
 	// shown is as of that seq, and the socket re-renders when it moves.
 	Seq int
+	// SectionSigs are the hashes of the sections as shown ("id=hash,…"):
+	// the socket sends a section only when it differs, so its first push
+	// does not redraw (and empty) a form a person began to fill in.
+	SectionSigs string
 }
 
 // Terminal reports whether the task ended.
