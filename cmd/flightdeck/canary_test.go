@@ -44,7 +44,10 @@ params:
   - {name: hold, type: string, default: ""}
   - {name: weight, type: int, default: 50}
   - {name: success, type: string, default: "<= 0.05"}
-  - {name: interval, type: string, default: 400ms}
+  # 1s at 40 requests a second is ~20 canary requests a window against a
+  # minimum of 3: at 400ms a loaded test machine's load generator fell
+  # behind and a window had 2 (TestCanaryHealthy failed on a fresh clone)
+  - {name: interval, type: string, default: 1s}
 steps:
   - name: create_dns
     action: local.dns_create
