@@ -32,7 +32,7 @@ func TestTaskListMergesTeamsAndStates(t *testing.T) {
 	}
 	// States spread over all of them; times in pairs, so ids break ties.
 	testfactory.Fixture(t, st.Pool(), `
-		WITH n AS (SELECT id, row_number() OVER (ORDER BY id) AS i FROM tasks)
+		WITH n AS (SELECT id, row_number() OVER (ORDER BY request_hash) AS i FROM tasks) -- the insert order: ids made in one millisecond are not
 		UPDATE tasks t SET state = ($1::text[])[1 + n.i % 10], created_at = '2026-01-01'::timestamptz + make_interval(secs => (n.i / 2)::int),
 			priority = 1 + n.i % 4,
 			finished_at = CASE WHEN ($1::text[])[1 + n.i % 10] IN ('completed', 'failed', 'cancelled')

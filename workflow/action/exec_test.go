@@ -31,6 +31,10 @@ func input(t *testing.T, with map[string]any) (Input, *logSink, *bytes.Buffer) {
 		With: with, Log: sink.log, Output: out}, sink, out
 }
 
+// script writes a shell script into dir. The tests run it as "sh ./name",
+// not "./name": executing a file just written fails now and then with
+// "text file busy" while a parallel test forks (the child holds the
+// writer's descriptor until its exec; golang/go#22315).
 func script(t *testing.T, dir, name, body string) string {
 	p := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755))
@@ -41,7 +45,7 @@ func TestExecEnvAndOutput(t *testing.T) {
 	t.Parallel()
 	in, sink, out := input(t, nil)
 	script(t, in.Dir, "show.sh", `echo "key=$FLIGHTDECK_IDEMPOTENCY_KEY step=$FLIGHTDECK_STEP idx=$FLIGHTDECK_STEP_INDEX app=$FLIGHTDECK_PARAM_APP regions=$FLIGHTDECK_PARAM_REGIONS target=$TARGET comp=$FLIGHTDECK_COMPENSATING"; echo second line 1>&2`)
-	in.With = map[string]any{"command": []any{"./show.sh", "; rm -rf /"}, "env": map[string]any{"TARGET": "staging"}}
+	in.With = map[string]any{"command": []any{"sh", "./show.sh", "; rm -rf /"}, "env": map[string]any{"TARGET": "staging"}}
 	res, err := Exec{}.Run(t.Context(), in)
 	require.NoError(t, err)
 	require.Contains(t, string(res), `"exit_code":0`)
@@ -103,7 +107,7 @@ func TestExecPathLookupAndFailure(t *testing.T) {
 
 	in, _, _ = input(t, nil)
 	script(t, in.Dir, "fail.sh", "echo about to fail\nexit 3\n")
-	in.With = map[string]any{"command": []any{"./fail.sh"}}
+	in.With = map[string]any{"command": []any{"sh", "./fail.sh"}}
 	_, err = Exec{}.Run(t.Context(), in)
 	require.ErrorContains(t, err, "exit status 3")
 	require.ErrorContains(t, err, "about to fail")
@@ -124,7 +128,7 @@ func TestExecTimeoutKillsTheGroup(t *testing.T) {
 	in, _, _ := input(t, nil)
 	pidFile := filepath.Join(in.Dir, "child.pid")
 	script(t, in.Dir, "hang.sh", "sleep 1000 &\necho $! > "+pidFile+"\necho started\nwait\n")
-	in.With = map[string]any{"command": []any{"./hang.sh"}}
+	in.With = map[string]any{"command": []any{"sh", "./hang.sh"}}
 	started := make(chan struct{})
 	var once sync.Once
 	in.Log = func(s string) {
