@@ -18,5 +18,8 @@ export FLIGHTDECK_DEV=1
 export FLIGHTDECK_LOCAL_STOP_ON_EXIT=1
 # Parallel workers on two cores start demo apps slowly.
 export FLIGHTDECK_LOCAL_HEALTH_TIMEOUT="${FLIGHTDECK_LOCAL_HEALTH_TIMEOUT:-60s}"
+# A step still running when the run ends is handed back at once: waiting
+# for it only delays the end of the run.
+export FLIGHTDECK_GRACE="${FLIGHTDECK_GRACE:-1s}"
 export FLIGHTDECK_DEV_PASSWORD="${FLIGHTDECK_DEV_PASSWORD:-e2e-demo-password}"
 exec "$BIN" serve --addr "127.0.0.1:${E2E_PORT:-18731}" --workers 4

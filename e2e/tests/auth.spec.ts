@@ -1,5 +1,4 @@
-import { test, expect } from '@playwright/test';
-import { addUser, password, unique } from './helpers';
+import { test, expect, addUser, password, unique } from './helpers';
 
 // An admin of a team of its own: its task list is empty whatever other
 // specs in this worker submitted before (demo's is not).

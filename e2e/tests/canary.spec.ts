@@ -1,5 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 
 // A canary deploy (contract §11) with the built-in web-service-canary:
 // the environments page shows the canary's share while it runs, the run

@@ -1,5 +1,4 @@
-import { test, expect } from '@playwright/test';
-import { signIn } from './helpers';
+import { test, expect, signIn } from './helpers';
 
 // A cancel sent right after a guided-failure retry wins (issue 34 item 5),
 // and the run page shows it live: "cancelling" while it is carried out,

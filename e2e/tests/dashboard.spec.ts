@@ -1,5 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 
 // A fresh app name per run: the deploy figures below count only its tasks'
 // pipeline, whatever other specs left in the shared database.

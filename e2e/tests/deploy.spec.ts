@@ -1,5 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 
 const port = Number(process.env.E2E_PORT ?? 18731);
 // A fresh name per run: demo-app processes outlive the server on purpose

@@ -1,5 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 
 // noop-service (e2e/pipelines) deploys without side effects; its target is
 // app and env. A fresh app per run keeps runs apart.

@@ -1,5 +1,4 @@
-import { test, expect } from '@playwright/test';
-import { signIn } from './helpers';
+import { test, expect, signIn } from './helpers';
 
 test('the submit form checks every field at once, in words', async ({ browser }) => {
   const dev = await signIn(browser, 'dev@demo.local');

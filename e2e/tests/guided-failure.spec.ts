@@ -1,5 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 
 async function submitGuided(dev: Page): Promise<string> {
   await dev.goto('/tasks/new?pipeline=guided-failure');

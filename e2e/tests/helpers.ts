@@ -1,5 +1,18 @@
-import { expect, Browser, Page } from '@playwright/test';
+import { test as base, expect, Browser, Page } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
+
+// test is Playwright's, with one addition every spec gets: the browser
+// contexts a test opened (signIn makes one per person) are closed when it
+// ends. A worker's browser outlives its tests, and pages left open kept
+// their sockets and their one-second clocks going: by the end of a run each
+// browser held dozens of live pages and used most of the machine's CPU.
+export const test = base.extend<{ closeContexts: void }>({
+  closeContexts: [async ({ browser }, use) => {
+    await use();
+    await Promise.all(browser.contexts().map((c) => c.close()));
+  }, { auto: true }],
+});
+export { expect };
 
 // The demo users' password (serve.sh sets FLIGHTDECK_DEV_PASSWORD).
 export const password = process.env.FLIGHTDECK_DEV_PASSWORD ?? 'e2e-demo-password';

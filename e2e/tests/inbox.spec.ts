@@ -1,5 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-import { addUser, signIn, unique } from './helpers';
+import { Page } from '@playwright/test';
+import { test, expect, addUser, signIn, unique } from './helpers';
 
 // A team of its own, so the badge and the inbox count this spec's
 // approvals only, whatever else runs beside it.

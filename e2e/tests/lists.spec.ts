@@ -1,5 +1,5 @@
-import { test, expect, Page, WebSocketRoute } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page, WebSocketRoute } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 
 
 

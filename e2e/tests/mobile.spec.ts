@@ -1,5 +1,5 @@
-import { test, expect, Browser, Page } from '@playwright/test';
-import { password } from './helpers';
+import { Browser, Page } from '@playwright/test';
+import { test, expect, password } from './helpers';
 
 // A phone: 390 px wide. No page may scroll sideways, and the menu folds
 // behind a button.

@@ -1,5 +1,4 @@
-import { test, expect } from '@playwright/test';
-import { signIn } from './helpers';
+import { test, expect, signIn } from './helpers';
 
 // The live socket re-renders the task header, with the admin's buttons for
 // a task in needs_attention: those forms must carry the page's CSRF token.

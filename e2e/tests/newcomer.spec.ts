@@ -1,5 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 
 // A newcomer's first minutes (issue 26): every pipeline reachable, every
 // form accepts its own defaults, no inline handler the CSP would block,

@@ -1,7 +1,6 @@
-import { test, expect } from '@playwright/test';
 import { createServer, IncomingMessage, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { addUser, password, unique } from './helpers';
+import { test, expect, addUser, password, unique } from './helpers';
 
 // Contract §12: a person's email choices on /account, and a team webhook
 // that speaks chat (format slack) with a test message. The spec makes its

@@ -1,5 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 import http from 'node:http';
 
 // A scripted OpenAI-compatible model (the server's OPENAI_BASE_URL points

@@ -1,5 +1,4 @@
-import { test, expect } from '@playwright/test';
-import { signIn } from './helpers';
+import { test, expect, signIn } from './helpers';
 
 // The overview (issue 36): every target × environment, staging before
 // production, readiness to promote, kept current over its socket. A fresh

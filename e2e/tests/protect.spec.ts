@@ -1,5 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 
 // guarded-service (e2e/pipelines) deploys into e2e-staging, which promotes
 // to e2e-prod, where two reviewers decide (e2e/pipelines/environments.yaml).

@@ -1,5 +1,5 @@
-import { test, expect, Page, Locator, WebSocketRoute } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page, Locator, WebSocketRoute } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 
 // The run page tells a deploy's story: steps with their own live logs,
 // states that say what is going on, the compensation lane, the failing

@@ -1,5 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 
 // The run page at GitHub Actions' level: a timeline that ticks while a
 // step prints nothing, log lines with numbers, links, times, search and

@@ -1,4 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
+import { Page } from '@playwright/test';
+import { test, expect } from './helpers';
 
 // Single sign-on through the fake identity provider (internal/oidctest,
 // started by playwright.config.ts before flightdeck). Its sign-in page asks

@@ -1,5 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 
 // A pipeline's links (linked-service): the run page links the version to
 // its release and, on a second deploy, the change from the one it replaces.

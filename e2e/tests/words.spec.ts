@@ -1,5 +1,5 @@
-import { test, expect, Page } from '@playwright/test';
-import { signIn } from './helpers';
+import { Page } from '@playwright/test';
+import { test, expect, signIn } from './helpers';
 
 // Words people read (issue 36, item 4) and the freezes and audit log as
 // cards on a phone (item 5). Each test makes what it asserts on.
