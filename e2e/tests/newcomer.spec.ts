@@ -6,6 +6,9 @@ import { test, expect, signIn } from './helpers';
 // mistyped addresses lead somewhere, the environments page, and the task
 // list on a phone.
 
+// Its tests share nothing, and they are long: they spread over the workers.
+test.describe.configure({ mode: 'parallel' });
+
 const port = Number(process.env.E2E_PORT ?? 18731);
 const run = Date.now().toString(36).slice(-5);
 

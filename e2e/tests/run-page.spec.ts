@@ -16,6 +16,9 @@ async function submit(page: Page, pipeline: string, fields: Record<string, strin
   await expect(page).toHaveURL(/\/tasks\/[0-9a-f-]{36}$/);
 }
 
+// Its tests share nothing, and they are long: they spread over the workers.
+test.describe.configure({ mode: 'parallel' });
+
 const head = (page: Page, step: string) => page.locator(`[data-testid="step-row"][data-step="${step}"]`);
 
 // How far the log box is from its bottom, in pixels.
