@@ -1,4 +1,14 @@
 import { defineConfig } from '@playwright/test';
+import { readdirSync, readFileSync } from 'node:fs';
+
+// Every spec takes test from ./helpers, whose test closes the browser
+// contexts a test opened: one that took Playwright's own would leave its
+// pages running for the rest of its worker's tests.
+for (const f of readdirSync(`${__dirname}/tests`).filter((n) => n.endsWith('.spec.ts'))) {
+  if (/import\s*\{[^}]*\btest\b[^}]*\}\s*from\s*'@playwright\/test'/.test(readFileSync(`${__dirname}/tests/${f}`, 'utf8'))) {
+    throw new Error(`tests/${f} imports test from '@playwright/test': import { test, expect } from './helpers' instead`);
+  }
+}
 
 // Specs run in parallel workers, each against a flightdeck of its own
 // (its own port and database, demo data included), so one spec's tasks,
