@@ -86,6 +86,7 @@ test('every pipeline form submits with its own defaults', async ({ browser }) =>
   await dev.goto('/tasks/new');
   const names = await dev.getByTestId('pipeline-select').locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
   expect(names).toEqual(expect.arrayContaining(['web-service', 'canary', 'showcase', 'noop-service']));
+  const ids: string[] = [];
   for (const name of names) {
     await dev.goto(`/tasks/new?pipeline=${encodeURIComponent(name)}`);
     const fields = dev.getByTestId('task-form').locator('[data-testid^="field-"][required]');
@@ -102,6 +103,15 @@ test('every pipeline form submits with its own defaults', async ({ browser }) =>
     }
     await dev.getByTestId('submit-task').click();
     await expect(dev, `${name} submits as shown`).toHaveURL(/\/tasks\/[0-9a-f-]{36}$/);
+    ids.push(dev.url().split('/').pop()!);
+  }
+  // Cancelled once submitted, since they would take this worker's server's
+  // slots for a minute (a rollout, a canary's analyses, a long log) and
+  // keep the next spec's deploys waiting; an ended one answers 409.
+  const csrf = (await dev.locator('meta[name="csrf-token"]').getAttribute('content')) ?? '';
+  for (const id of ids) {
+    const res = await dev.request.post(`/api/v1/tasks/${id}/cancel`, { headers: { 'X-CSRF-Token': csrf } });
+    expect([202, 409], `cancel ${id}: ${await res.text()}`).toContain(res.status());
   }
 });
 
