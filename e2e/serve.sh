@@ -22,4 +22,6 @@ export FLIGHTDECK_LOCAL_HEALTH_TIMEOUT="${FLIGHTDECK_LOCAL_HEALTH_TIMEOUT:-60s}"
 # for it only delays the end of the run.
 export FLIGHTDECK_GRACE="${FLIGHTDECK_GRACE:-1s}"
 export FLIGHTDECK_DEV_PASSWORD="${FLIGHTDECK_DEV_PASSWORD:-e2e-demo-password}"
-exec "$BIN" serve --addr "127.0.0.1:${E2E_PORT:-18731}" --workers 4
+# Eight slots: a spec may leave tasks running (a rollout, a canary) that the
+# next spec on this worker's server must not queue behind.
+exec "$BIN" serve --addr "127.0.0.1:${E2E_PORT:-18731}" --workers 8
