@@ -14,11 +14,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -518,6 +521,9 @@ func TestCanaryServeProcesses(t *testing.T) {
 	spool, err := store.Open(t.Context(), dbURL, 4)
 	require.NoError(t, err)
 	t.Cleanup(spool.Close)
+	// Runs after the serve processes' cleanups (registered later): the
+	// SIGKILLed worker's demo apps outlive it, as any killed server's do.
+	t.Cleanup(func() { stopDemoApps(t, spool) })
 	st := store.New(spool)
 	ctx := t.Context()
 	_, err = st.UserAdd(ctx, store.UserAddParams{Email: "dev@acme.test", Team: "acme", Role: auth.RoleDeployer})
@@ -635,4 +641,48 @@ func eventsText(t *testing.T, st *store.Store, id string) string {
 		fmt.Fprintf(&b, "%s %s %s %s\n", ev.Type, ev.StepName, ev.Message, ev.Data)
 	}
 	return b.String()
+}
+
+// stopDemoApps kills the demo apps of the test's database that still run
+// (a SIGKILLed server never stopped its own): every process that is a
+// demoapp of one of its instances, found by the --instance argument, since
+// a replaced process is no longer the pid the database holds.
+func stopDemoApps(t *testing.T, pool interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}) {
+	// t.Context() has ended by the time cleanups run
+	rows, err := pool.Query(context.Background(), `SELECT id::text FROM local_instances`)
+	if err != nil {
+		t.Errorf("error listing demo apps: %v", err)
+		return
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Errorf("error listing demo apps: %v", err)
+		return
+	}
+	ours := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		ours[id] = true
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if !slices.Contains(args, "demoapp") {
+			continue
+		}
+		at := slices.Index(args, "--instance")
+		if at < 0 || at+1 >= len(args) || !ours[args[at+1]] {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+		}
+	}
 }
