@@ -123,7 +123,8 @@ func TestREADMEExamples(t *testing.T) {
 	dbURL := dbtest.URL(t)
 	dataDir := t.TempDir()
 	env := map[string]string{"DATABASE_URL": dbURL, "FLIGHTDECK_DEV": "1", "FLIGHTDECK_DATA_DIR": dataDir,
-		"FLIGHTDECK_LOCAL_HEALTH_TIMEOUT": "60s"} // a loaded test machine starts demo apps slowly
+		"FLIGHTDECK_LOCAL_HEALTH_TIMEOUT": "60s", // a loaded test machine starts demo apps slowly
+		"FLIGHTDECK_LOCAL_STOP_ON_EXIT":   "1"}   // the examples' demo apps stop with the server
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &lockedBuffer{}
 	done := make(chan error, 1)
