@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -647,9 +648,7 @@ func eventsText(t *testing.T, st *store.Store, id string) string {
 // (a SIGKILLed server never stopped its own): every process that is a
 // demoapp of one of its instances, found by the --instance argument, since
 // a replaced process is no longer the pid the database holds.
-func stopDemoApps(t *testing.T, pool interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}) {
+func stopDemoApps(t *testing.T, pool *pgxpool.Pool) {
 	// t.Context() has ended by the time cleanups run
 	rows, err := pool.Query(context.Background(), `SELECT id::text FROM local_instances`)
 	if err != nil {
